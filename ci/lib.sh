@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common helpers for the dmabuf-rw pipeline scripts.  Sourced, not run.
+
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # variables used by the scripts that source this
+
+DMABUF_RW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DMABUF_RW_CACHE=${DMABUF_RW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dmabuf-rw}
+
+# The pinned base: Debian's linux-source-7.2 package.
+BASE_PKG=linux-source-7.2
+BASE_VERSION=${BASE_VERSION:-7.2.13-1}
+# Suites searched for the package, in order.
+BASE_SUITES=(sid trixie-backports)
+
+export DMABUF_RW_ROOT DMABUF_RW_CACHE
+
+log() {
+	printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
+}
+
+die() {
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+
+# stage_fail STAGE REASON LOGFILE: report a failed stage and exit.
+stage_fail() {
+	printf 'FAILED stage "%s": %s\n' "$1" "$2" >&2
+	[[ -n "${3:-}" ]] && printf '  log: %s\n' "$3" >&2
+	if [[ -n "${3:-}" && -f "$3" ]]; then
+		printf '  last lines:\n' >&2
+		tail -n 15 "$3" | sed 's/^/    | /' >&2
+	fi
+	exit 1
+}
+
+# stage_run NAME LOGFILE CMD...: run CMD with output to LOGFILE, timed.
+stage_run() {
+	local name=$1 logf=$2 start rc=0
+	shift 2
+	start=$(date +%s)
+	log "$name ..."
+	"$@" >"$logf" 2>&1 || rc=$?
+	if ((rc)); then
+		stage_fail "$name" "command exited $rc: $*" "$logf"
+	fi
+	log "$name done in $(($(date +%s) - start)) s"
+}
+
+# sha256 of the listed files' contents and names, short form.
+content_key() {
+	(
+		for f in "$@"; do
+			printf '%s\n' "${f##*/}"
+			cat "$f"
+		done
+	) | sha256sum | cut -c1-16
+}
+
+# revision_patches DIR: the revision's patch files in order, one a line:
+# from DIR/series when present, else DIR/*.patch sorted, skipping files
+# without a diff (cover letters).
+revision_patches() {
+	local dir=$1 p
+	if [[ -f "$dir/series" ]]; then
+		while read -r p; do
+			[[ -z "$p" || "$p" == \#* ]] && continue
+			[[ -f "$dir/$p" ]] || die "$dir/series lists $p, which is missing"
+			printf '%s\n' "$dir/$p"
+		done <"$dir/series"
+	else
+		for p in "$dir"/*.patch; do
+			[[ -f "$p" ]] || continue
+			grep -q '^diff --git ' "$p" && printf '%s\n' "$p"
+		done
+	fi
+}
+
+# The project's default (best) revision.
+default_revision() {
+	printf '%s\n' "$DMABUF_RW_ROOT/kernel/series/rfc-v2.1"
+}
+
+# revision_name DIR: cache name for a revision directory.
+revision_name() {
+	local dir
+	dir=$(cd "$1" && pwd)
+	printf '%s-%s\n' "$(basename "$dir")" \
+		"$(printf '%s' "$dir" | sha256sum | cut -c1-8)"
+}
+
+# Directories of the project copied into the kernel tree at the same path.
+OVERLAY_DIRS=(lib/kunit-dmatok tools/testing/selftests/dmabuf-rw)
