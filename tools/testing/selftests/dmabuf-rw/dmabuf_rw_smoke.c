@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Smoke test for dma-buf backed io_uring fixed buffers: data written to a
+ * block device through the normal O_DIRECT path reads back correctly into a
+ * registered udmabuf with READ_FIXED, and data written from the udmabuf
+ * with WRITE_FIXED reads back correctly through the normal path.
+ *
+ * The block device is DMABUF_RW_DEV (default /dev/nvme0n1). The test
+ * overwrites its bytes from 1 MiB - 4 KiB to 2 MiB + 4 KiB.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
+
+#include "dmabuf_rw.h"
+#include "kselftest_harness.h"
+
+#define DEFAULT_DEV		"/dev/nvme0n1"
+
+#define DMABUF_SIZE		(1024 * 1024)
+#define NR_BUF_SLOTS		4
+#define DMABUF_SLOT		0
+
+/*
+ * Every transfer targets DMABUF_RW_DEV_OFFSET on the device, between two
+ * guard blocks that no transfer may touch.
+ */
+#define DMABUF_RW_DEV_OFFSET	(1024 * 1024)
+#define DMABUF_RW_GUARD		4096
+#define REGION_MAX		(DMABUF_SIZE + 2 * DMABUF_RW_GUARD)
+
+/* Fill values, one per place, so that stale or misplaced bytes show. */
+#define POISON_DMABUF		0xa5
+#define POISON_DEVICE		0x5a
+#define POISON_PLAIN		0xee
+
+/* Different data for each direction, so one test cannot pass on the other's. */
+#define SALT_NORMAL_TO_FIXED	0x6e6f726d2d3e6678ULL
+#define SALT_FIXED_TO_NORMAL	0x66782d3e6e6f726dULL
+
+FIXTURE(dmabuf_rw) {
+	const char *dev_path;
+	int dev_fd;
+	struct io_uring ring;
+	bool ring_ready;
+	bool buffers_registered;
+	struct dmabuf_rw_udmabuf ubuf;
+	/* Normal-path O_DIRECT buffer: guard | data | guard. */
+	__u8 *plain;
+	/* Scratch for expected contents. */
+	__u8 *expect;
+};
+
+FIXTURE_VARIANT(dmabuf_rw) {
+	size_t buf_offset;	/* offset of the transfer in the dma-buf */
+	size_t len;		/* bytes transferred */
+};
+
+FIXTURE_VARIANT_ADD(dmabuf_rw, off0_len4k) {
+	.buf_offset = 0,
+	.len = 4096,
+};
+
+FIXTURE_VARIANT_ADD(dmabuf_rw, off4k_len64k) {
+	.buf_offset = 4096,
+	.len = 64 * 1024,
+};
+
+/* Larger than max_hw_sectors of most devices: the bio gets split. */
+FIXTURE_VARIANT_ADD(dmabuf_rw, off8k_len512k) {
+	.buf_offset = 8192,
+	.len = 512 * 1024,
+};
+
+/* Starts inside a page and crosses two page boundaries. */
+FIXTURE_VARIANT_ADD(dmabuf_rw, off512_len8k) {
+	.buf_offset = 512,
+	.len = 8192,
+};
+
+/* Ends at the last byte of the dma-buf. */
+FIXTURE_VARIANT_ADD(dmabuf_rw, off896k_len128k) {
+	.buf_offset = DMABUF_SIZE - 128 * 1024,
+	.len = 128 * 1024,
+};
+
+FIXTURE_SETUP(dmabuf_rw)
+{
+	__u64 dev_size;
+	struct stat st;
+	int lbs, ret;
+
+	self->dev_fd = -1;
+	self->ubuf.fd = -1;
+	self->ubuf.memfd = -1;
+
+	self->dev_path = getenv("DMABUF_RW_DEV");
+	if (!self->dev_path || !*self->dev_path)
+		self->dev_path = DEFAULT_DEV;
+
+	self->dev_fd = open(self->dev_path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (self->dev_fd < 0 &&
+	    (errno == ENOENT || errno == ENXIO || errno == ENODEV))
+		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
+		     self->dev_path);
+	ASSERT_LE(0, self->dev_fd)
+		TH_LOG("open %s: %s", self->dev_path, strerror(errno));
+	ASSERT_EQ(0, fstat(self->dev_fd, &st));
+	if (!S_ISBLK(st.st_mode))
+		SKIP(return, "%s is not a block device (set DMABUF_RW_DEV)",
+		     self->dev_path);
+
+	ASSERT_EQ(0, ioctl(self->dev_fd, BLKSSZGET, &lbs));
+	ASSERT_EQ(0, ioctl(self->dev_fd, BLKGETSIZE64, &dev_size));
+	if (DMABUF_RW_GUARD % lbs || variant->len % lbs)
+		SKIP(return, "%s: logical block size %d does not divide %zu",
+		     self->dev_path, lbs, variant->len);
+	if (dev_size < DMABUF_RW_DEV_OFFSET + DMABUF_SIZE + DMABUF_RW_GUARD)
+		SKIP(return, "%s: %llu bytes is too small", self->dev_path,
+		     (unsigned long long)dev_size);
+
+	/* The sysctl exists exactly when io_uring is built in. */
+	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
+		SKIP(return, "io_uring not available (CONFIG_IO_URING)");
+	ret = io_uring_queue_init(8, &self->ring, 0);
+	if (ret == -EPERM)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
+	self->ring_ready = true;
+
+	ret = udmabuf_create(&self->ubuf, DMABUF_SIZE);
+	if (ret == -ENOENT)
+		SKIP(return, "no /dev/udmabuf (CONFIG_UDMABUF)");
+	ASSERT_EQ(0, ret) TH_LOG("udmabuf_create: %s", strerror(-ret));
+
+	ret = io_uring_register_buffers_sparse(&self->ring, NR_BUF_SLOTS);
+	ASSERT_EQ(0, ret)
+		TH_LOG("io_uring_register_buffers_sparse: %s", strerror(-ret));
+	self->buffers_registered = true;
+
+	ret = dmabuf_rw_register_dmabuf(&self->ring, DMABUF_SLOT,
+					self->dev_fd, self->ubuf.fd);
+	ASSERT_EQ(1, ret)
+		TH_LOG("registering the dma-buf with IORING_RSRC_F_EXTENDED_UPDATE: %s",
+		       ret < 0 ? strerror(-ret) : "no slot updated");
+
+	ASSERT_EQ(0, posix_memalign((void **)&self->plain, 4096, REGION_MAX));
+	self->expect = malloc(REGION_MAX);
+	ASSERT_NE(NULL, self->expect);
+}
+
+FIXTURE_TEARDOWN(dmabuf_rw)
+{
+	if (self->buffers_registered)
+		EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
+	if (self->ring_ready)
+		io_uring_queue_exit(&self->ring);
+	udmabuf_destroy(&self->ubuf);
+	free(self->expect);
+	free(self->plain);
+	if (self->dev_fd >= 0)
+		close(self->dev_fd);
+}
+
+/*
+ * Write guard | data | guard to @dev_fd through the normal O_DIRECT path,
+ * staged in @plain: the guards are POISON_DEVICE and the data is the pattern
+ * for @salt, or POISON_DEVICE too when @pattern is false.
+ */
+static bool write_device_region(int dev_fd, __u8 *plain, size_t len,
+				bool pattern, __u64 salt)
+{
+	size_t size = len + 2 * DMABUF_RW_GUARD;
+
+	memset(plain, POISON_DEVICE, size);
+	if (pattern)
+		dmabuf_rw_fill_pattern(plain + DMABUF_RW_GUARD,
+				       DMABUF_RW_DEV_OFFSET, len, salt);
+
+	return pwrite(dev_fd, plain, size,
+		      DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD) == (ssize_t)size;
+}
+
+/*
+ * Compare @len bytes found at offset @base of @space with what was
+ * expected; log the first difference.
+ */
+static bool same_bytes(struct __test_metadata *_metadata, const char *what,
+		       const char *space, __u64 base, const __u8 *found,
+		       const __u8 *expected, size_t len)
+{
+	size_t nr_diff;
+	ssize_t i;
+
+	i = dmabuf_rw_first_diff(found, expected, len, &nr_diff);
+	if (i < 0)
+		return true;
+
+	TH_LOG("%s: first difference at %s offset %llu (byte %zd): expected 0x%02x, found 0x%02x",
+	       what, space, (unsigned long long)(base + i), i, expected[i],
+	       found[i]);
+	TH_LOG("%s: %zu of %zu bytes differ", what, nr_diff, len);
+	return false;
+}
+
+TEST_F(dmabuf_rw, write_normal_read_fixed)
+{
+	const size_t off = variant->buf_offset, len = variant->len;
+	const int dmabuf_fd = self->ubuf.fd;
+	__u8 *map = self->ubuf.map;
+	bool ok;
+	int res;
+
+	ASSERT_TRUE(write_device_region(self->dev_fd, self->plain, len,
+					true, SALT_NORMAL_TO_FIXED))
+		TH_LOG("pwrite to %s: %s", self->dev_path, strerror(errno));
+
+	/* Poison all of the dma-buf: a short or misplaced read shows. */
+	ASSERT_EQ(0, dmabuf_cpu_begin(dmabuf_fd, DMA_BUF_SYNC_WRITE));
+	memset(map, POISON_DMABUF, DMABUF_SIZE);
+	ASSERT_EQ(0, dmabuf_cpu_end(dmabuf_fd, DMA_BUF_SYNC_WRITE));
+
+	res = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, DMABUF_SLOT,
+				 off, len, DMABUF_RW_DEV_OFFSET);
+	ASSERT_EQ((int)len, res)
+		TH_LOG("READ_FIXED of %zu bytes to dma-buf offset %zu: %s",
+		       len, off, res < 0 ? strerror(-res) : "short read");
+
+	dmabuf_rw_fill_pattern(self->expect, DMABUF_RW_DEV_OFFSET, len,
+			       SALT_NORMAL_TO_FIXED);
+	ASSERT_EQ(0, dmabuf_cpu_begin(dmabuf_fd, DMA_BUF_SYNC_READ));
+	ok = same_bytes(_metadata, "data read with READ_FIXED", "dma-buf", off,
+			map + off, self->expect, len);
+	memset(self->expect, POISON_DMABUF, DMABUF_SIZE);
+	ok = same_bytes(_metadata, "dma-buf before the transfer", "dma-buf", 0,
+			map, self->expect, off) && ok;
+	ok = same_bytes(_metadata, "dma-buf after the transfer", "dma-buf",
+			off + len, map + off + len, self->expect,
+			DMABUF_SIZE - off - len) && ok;
+	ASSERT_EQ(0, dmabuf_cpu_end(dmabuf_fd, DMA_BUF_SYNC_READ));
+	ASSERT_TRUE(ok);
+}
+
+TEST_F(dmabuf_rw, write_fixed_read_normal)
+{
+	const size_t off = variant->buf_offset, len = variant->len;
+	const size_t region = len + 2 * DMABUF_RW_GUARD;
+	const int dmabuf_fd = self->ubuf.fd;
+	__u8 *map = self->ubuf.map;
+	__u8 *data = self->plain + DMABUF_RW_GUARD;
+	bool ok;
+	int res;
+
+	/* Poison the device region: a missing or short write shows. */
+	ASSERT_TRUE(write_device_region(self->dev_fd, self->plain, len,
+					false, 0))
+		TH_LOG("pwrite to %s: %s", self->dev_path, strerror(errno));
+
+	/*
+	 * The pattern where the transfer reads, poison around it: a write
+	 * that reads outside its range leaves POISON_DMABUF on the device.
+	 */
+	ASSERT_EQ(0, dmabuf_cpu_begin(dmabuf_fd, DMA_BUF_SYNC_WRITE));
+	memset(map, POISON_DMABUF, DMABUF_SIZE);
+	dmabuf_rw_fill_pattern(map + off, DMABUF_RW_DEV_OFFSET, len,
+			       SALT_FIXED_TO_NORMAL);
+	ASSERT_EQ(0, dmabuf_cpu_end(dmabuf_fd, DMA_BUF_SYNC_WRITE));
+
+	res = dmabuf_rw_fixed_io(&self->ring, true, self->dev_fd, DMABUF_SLOT,
+				 off, len, DMABUF_RW_DEV_OFFSET);
+	ASSERT_EQ((int)len, res)
+		TH_LOG("WRITE_FIXED of %zu bytes from dma-buf offset %zu: %s",
+		       len, off, res < 0 ? strerror(-res) : "short write");
+
+	memset(self->plain, POISON_PLAIN, region);
+	ASSERT_EQ((ssize_t)region,
+		  pread(self->dev_fd, self->plain, region,
+			DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD))
+		TH_LOG("pread from %s: %s", self->dev_path, strerror(errno));
+
+	dmabuf_rw_fill_pattern(self->expect, DMABUF_RW_DEV_OFFSET, len,
+			       SALT_FIXED_TO_NORMAL);
+	ok = same_bytes(_metadata, "data written with WRITE_FIXED", "device",
+			DMABUF_RW_DEV_OFFSET, data, self->expect, len);
+	memset(self->expect, POISON_DEVICE, DMABUF_RW_GUARD);
+	ok = same_bytes(_metadata, "device before the transfer", "device",
+			DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD, self->plain,
+			self->expect, DMABUF_RW_GUARD) && ok;
+	ok = same_bytes(_metadata, "device after the transfer", "device",
+			DMABUF_RW_DEV_OFFSET + len, data + len, self->expect,
+			DMABUF_RW_GUARD) && ok;
+	ASSERT_TRUE(ok);
+}
+
+TEST_HARNESS_MAIN
