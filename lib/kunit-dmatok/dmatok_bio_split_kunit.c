@@ -30,6 +30,8 @@
 #include <linux/sizes.h>
 #include <linux/uio.h>
 
+#include "dmatok_kunit.h"
+
 /* nvme-pci's PRP page (drivers/nvme/host/nvme.h), not PAGE_SIZE. */
 #define DMATOK_NVME_PAGE	SZ_4K
 
@@ -61,11 +63,6 @@ static const struct dmatok_limits dmatok_limits[] = {
 	/* nvme-pci with an MDTS of 512 KiB: max_hw_sectors / 8 + 1 segments */
 	{ .max_segments = 129, .max_sectors = 1024, .lbs = 512, .dma_alignment = 3 },
 	{ .max_segments = 128, .max_sectors = 2048, .lbs = 4096, .dma_alignment = 3 },
-};
-
-struct dmatok_geom {
-	unsigned int off;
-	unsigned int len;
 };
 
 struct dmatok_split_param {
@@ -160,34 +157,11 @@ static void dmatok_assert_bio(struct kunit *test, const struct bio *bio,
 	KUNIT_EXPECT_EQ_MSG(test, bio->bi_iter.bi_sector, sector, "%s: bi_sector", what);
 }
 
-static void dmatok_geom_desc(struct kunit *test, const void *param, char *desc)
-{
-	const struct dmatok_geom *g = param;
-
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "off=%u len=%u", g->off, g->len);
-}
-
 /* Every start offset with every length. */
 static int dmatok_geom_init(struct kunit *test)
 {
-	struct dmatok_geom *geoms;
-	size_t o, l, n = 0;
-
-	geoms = kunit_kcalloc(test, ARRAY_SIZE(dmatok_offsets) * ARRAY_SIZE(dmatok_lens),
-			      sizeof(*geoms), GFP_KERNEL);
-	if (!geoms)
-		return -ENOMEM;
-
-	for (o = 0; o < ARRAY_SIZE(dmatok_offsets); o++) {
-		for (l = 0; l < ARRAY_SIZE(dmatok_lens); l++) {
-			geoms[n].off = dmatok_offsets[o];
-			geoms[n].len = dmatok_lens[l];
-			n++;
-		}
-	}
-
-	kunit_register_params_array(test, geoms, n, dmatok_geom_desc);
-	return 0;
+	return dmatok_geom_register(test, dmatok_offsets, ARRAY_SIZE(dmatok_offsets),
+				    dmatok_lens, ARRAY_SIZE(dmatok_lens));
 }
 
 static void dmatok_split_desc(struct kunit *test, const void *param, char *desc)

@@ -28,9 +28,11 @@
 #include <linux/uio.h>
 #include <linux/xarray.h>
 
+#include "dmatok_kunit.h"
+
 /* Start offsets in the dma-buf and lengths the parameter grids are built from. */
-static const loff_t dmatok_offsets[] = { 0, 1, 512, 4095, 4096, SZ_64K + 512 };
-static const size_t dmatok_lens[] = { 1, 512, 4096, SZ_64K, SZ_1M + 512 };
+static const unsigned int dmatok_offsets[] = { 0, 1, 512, 4095, 4096, SZ_64K + 512 };
+static const unsigned int dmatok_lens[] = { 1, 512, 4096, SZ_64K, SZ_1M + 512 };
 
 /* An advance step: a fixed byte count, or the iterator's length plus a delta. */
 struct dmatok_step {
@@ -59,11 +61,6 @@ static const struct dmatok_step dmatok_steps[] = {
 #define DMATOK_DIFF_STEPS	200
 #define DMATOK_DIFF_SEED	0x646d61746f6bULL	/* "dmatok" */
 
-struct dmatok_geom {
-	loff_t off;
-	size_t len;
-};
-
 struct dmatok_grid {
 	loff_t off;
 	size_t len;
@@ -71,34 +68,11 @@ struct dmatok_grid {
 	const char *step_name;
 };
 
-static void dmatok_geom_desc(struct kunit *test, const void *param, char *desc)
-{
-	const struct dmatok_geom *g = param;
-
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "off=%lld len=%zu", g->off, g->len);
-}
-
 /* Every start offset with every length. */
 static int dmatok_geom_init(struct kunit *test)
 {
-	struct dmatok_geom *geoms;
-	size_t o, l, n = 0;
-
-	geoms = kunit_kcalloc(test, ARRAY_SIZE(dmatok_offsets) * ARRAY_SIZE(dmatok_lens),
-			      sizeof(*geoms), GFP_KERNEL);
-	if (!geoms)
-		return -ENOMEM;
-
-	for (o = 0; o < ARRAY_SIZE(dmatok_offsets); o++) {
-		for (l = 0; l < ARRAY_SIZE(dmatok_lens); l++) {
-			geoms[n].off = dmatok_offsets[o];
-			geoms[n].len = dmatok_lens[l];
-			n++;
-		}
-	}
-
-	kunit_register_params_array(test, geoms, n, dmatok_geom_desc);
-	return 0;
+	return dmatok_geom_register(test, dmatok_offsets, ARRAY_SIZE(dmatok_offsets),
+				    dmatok_lens, ARRAY_SIZE(dmatok_lens));
 }
 
 static void dmatok_grid_desc(struct kunit *test, const void *param, char *desc)
@@ -176,7 +150,7 @@ static void dmatok_iter_init_test(struct kunit *test)
 	for (d = 0; d < ARRAY_SIZE(dirs); d++) {
 		unsigned char rw = dirs[d] == ITER_SOURCE ? WRITE : READ;
 
-		snprintf(where, sizeof(where), "off=%lld len=%zu dir=%s",
+		snprintf(where, sizeof(where), "off=%u len=%u dir=%s",
 			 g->off, g->len, rw == WRITE ? "source" : "dest");
 
 		iov_iter_dma_token(&iter, dirs[d], &token, g->off, g->len);
@@ -369,7 +343,7 @@ static void dmatok_iter_save_restore_test(struct kunit *test)
 	size_t a = g->len / 3;
 	size_t t = (g->len - a) / 2;
 
-	snprintf(where, sizeof(where), "off=%lld len=%zu", g->off, g->len);
+	snprintf(where, sizeof(where), "off=%u len=%u", g->off, g->len);
 
 	iov_iter_dma_token(&iter, ITER_DEST, &token, g->off, g->len);
 	iov_iter_save_state(&iter, &start);
@@ -421,7 +395,7 @@ static void dmatok_iter_truncate_reexpand_test(struct kunit *test)
 	char where[KUNIT_PARAM_DESC_SIZE];
 	size_t t = g->len / 2;
 
-	snprintf(where, sizeof(where), "off=%lld len=%zu", g->off, g->len);
+	snprintf(where, sizeof(where), "off=%u len=%u", g->off, g->len);
 
 	iov_iter_dma_token(&iter, ITER_SOURCE, &token, g->off, g->len);
 	iov_iter_truncate(&iter, U64_MAX);
@@ -498,17 +472,17 @@ static void dmatok_iter_alignment_test(struct kunit *test)
 		iov_iter_advance(&ubuf, pos);
 
 		KUNIT_ASSERT_EQ_MSG(test, iov_iter_alignment(&ubuf), expected,
-				    "off=%lld len=%zu pos=%zu: ITER_UBUF reference",
+				    "off=%u len=%u pos=%zu: ITER_UBUF reference",
 				    g->off, g->len, pos);
 		KUNIT_EXPECT_EQ_MSG(test, iov_iter_alignment(&iter), expected,
-				    "off=%lld len=%zu pos=%zu: want (offset %lld | count %zu)",
-				    g->off, g->len, pos, g->off + (loff_t)pos, left);
+				    "off=%u len=%u pos=%zu: want (offset %llu | count %zu)",
+				    g->off, g->len, pos, (u64)g->off + pos, left);
 		KUNIT_EXPECT_EQ_MSG(test, iov_iter_alignment(&other),
 				    iov_iter_alignment(&iter),
-				    "off=%lld len=%zu pos=%zu: depends on the token's address",
+				    "off=%u len=%u pos=%zu: depends on the token's address",
 				    g->off, g->len, pos);
 		KUNIT_EXPECT_EQ_MSG(test, iov_iter_gap_alignment(&iter), 0UL,
-				    "off=%lld len=%zu pos=%zu", g->off, g->len, pos);
+				    "off=%u len=%u pos=%zu", g->off, g->len, pos);
 	}
 }
 
@@ -619,21 +593,21 @@ static void dmatok_iter_vs_ubuf_test(struct kunit *test)
 		}
 
 		KUNIT_ASSERT_TRUE_MSG(test, iov_iter_is_dma_token(&dma),
-				      "off=%lld len=%zu seed=%#llx step %d: %s(%zu)",
+				      "off=%u len=%u seed=%#llx step %d: %s(%zu)",
 				      g->off, g->len, seed, n, dmatok_op_names[op], arg);
 		KUNIT_ASSERT_PTR_EQ_MSG(test, dma.dma_token, &token,
-					"off=%lld len=%zu seed=%#llx step %d: %s(%zu)",
+					"off=%u len=%u seed=%#llx step %d: %s(%zu)",
 					g->off, g->len, seed, n, dmatok_op_names[op], arg);
 		KUNIT_ASSERT_EQ_MSG(test, iov_iter_count(&dma), iov_iter_count(&ubuf),
-				    "off=%lld len=%zu seed=%#llx step %d: count after %s(%zu)",
+				    "off=%u len=%u seed=%#llx step %d: count after %s(%zu)",
 				    g->off, g->len, seed, n, dmatok_op_names[op], arg);
 		KUNIT_ASSERT_EQ_MSG(test, dma.iov_offset,
 				    (size_t)(uintptr_t)iter_iov_addr(&ubuf),
-				    "off=%lld len=%zu seed=%#llx step %d: position after %s(%zu)",
+				    "off=%u len=%u seed=%#llx step %d: position after %s(%zu)",
 				    g->off, g->len, seed, n, dmatok_op_names[op], arg);
 		KUNIT_ASSERT_EQ_MSG(test, iov_iter_gap_alignment(&dma),
 				    iov_iter_gap_alignment(&ubuf),
-				    "off=%lld len=%zu seed=%#llx step %d: gap alignment after %s(%zu)",
+				    "off=%u len=%u seed=%#llx step %d: gap alignment after %s(%zu)",
 				    g->off, g->len, seed, n, dmatok_op_names[op], arg);
 	}
 
