@@ -66,6 +66,16 @@ MODULE_IMPORT_NS("DMA_BUF");
 #define DMATOK_LC_NR_INFLIGHT	4
 #define DMATOK_LC_NR_REUSE	8
 #define DMATOK_LC_MAX_TOKENS	2
+/* Maps whose generation is tracked; no case makes more. */
+#define DMATOK_LC_MAX_GENS	256
+
+/*
+ * The concurrent case: submitter kthreads, and rounds of invalidation; in
+ * each round every submitter may submit this many more bios.
+ */
+#define DMATOK_LC_NR_WORKERS	2
+#define DMATOK_LC_ROUNDS	32
+#define DMATOK_LC_ROUND_BIOS	8
 
 /* Bound of any wait: covers an RCU grace period and a work item under TCG. */
 #define DMATOK_LC_TIMEOUT	(3 * HZ)
@@ -103,8 +113,19 @@ struct dmatok_lc {
 	atomic_t unmap_calls;
 	/* generation of the last map created; a map's is in map->private */
 	atomic_t map_gen;
-	unsigned long unmapped_gens;
-	unsigned long invalidated_gens;
+	DECLARE_BITMAP(unmapped_gens, DMATOK_LC_MAX_GENS);
+	DECLARE_BITMAP(invalidated_gens, DMATOK_LC_MAX_GENS);
+	unsigned int nr_double_unmap;
+
+	/*
+	 * The exporter's epoch: bumped by each invalidation, under the
+	 * reservation lock; a map's is in map_epoch[gen].  Once the fences
+	 * of an invalidation have signalled, the exporter has moved the
+	 * buffer: moved_epoch says which maps point to memory gone.
+	 */
+	unsigned int exp_epoch;
+	unsigned int map_epoch[DMATOK_LC_MAX_GENS];
+	unsigned int moved_epoch;
 
 	/* requests held by ->queue_rq, oldest first */
 	spinlock_t lock;
@@ -112,6 +133,11 @@ struct dmatok_lc {
 	unsigned int nr_held;
 	unsigned int nr_without_map;
 	unsigned int nr_dying_map;
+
+	/* ->queue_rq ends requests at once instead of holding them */
+	bool auto_complete;
+	unsigned int nr_unmapped_use;
+	unsigned int nr_moved_use;
 
 	/* bios ended */
 	atomic_t bios_done;
@@ -122,6 +148,12 @@ struct dmatok_lc {
 	struct task_struct *submitter;
 	struct dma_token *submit_token;
 	struct completion submitted;
+
+	/* the concurrent case's submitters */
+	struct task_struct *workers[DMATOK_LC_NR_WORKERS];
+	struct dma_token *worker_token;
+	unsigned int worker_budget;
+	atomic_t workers_done;
 
 	wait_queue_head_t wq;
 };
@@ -235,8 +267,12 @@ static int dmatok_lc_dma_map(struct request_queue *q, struct blk_mq_dma_map *map
 		if (IS_ERR(sgt)) {
 			ret = PTR_ERR(sgt);
 		} else {
+			unsigned long gen = atomic_inc_return(&lc->map_gen);
+
 			map->sgt = sgt;
-			map->private = (void *)(unsigned long)atomic_inc_return(&lc->map_gen);
+			map->private = (void *)gen;
+			if (gen < DMATOK_LC_MAX_GENS)
+				lc->map_epoch[gen] = lc->exp_epoch;
 		}
 	}
 	wake_up_all(&lc->wq);
@@ -253,8 +289,11 @@ static void dmatok_lc_dma_unmap(struct request_queue *q, struct blk_mq_dma_map *
 	dma_buf_unmap_attachment_unlocked(token->private, map->sgt, token->dir);
 	map->sgt = NULL;
 	map->private = NULL;
-	if (gen < BITS_PER_LONG)
-		set_bit(gen, &lc->unmapped_gens);
+	if (gen < DMATOK_LC_MAX_GENS && test_and_set_bit(gen, lc->unmapped_gens)) {
+		spin_lock(&lc->lock);
+		lc->nr_double_unmap++;
+		spin_unlock(&lc->lock);
+	}
 	atomic_inc(&lc->unmap_calls);
 	wake_up_all(&lc->wq);
 }
@@ -271,15 +310,26 @@ static blk_status_t dmatok_lc_queue_rq(struct blk_mq_hw_ctx *hctx,
 		gen = dmatok_lc_map_gen(rq->dma_map);
 
 	spin_lock(&lc->lock);
+	if (lc->auto_complete) {
+		if (!rq->dma_map)
+			lc->nr_without_map++;
+		else if (gen >= DMATOK_LC_MAX_GENS || test_bit(gen, lc->unmapped_gens))
+			lc->nr_unmapped_use++;
+		else if (lc->map_epoch[gen] < READ_ONCE(lc->moved_epoch))
+			lc->nr_moved_use++;
+		spin_unlock(&lc->lock);
+		blk_mq_end_request(rq, BLK_STS_OK);
+		return BLK_STS_OK;
+	}
 	if (WARN_ON_ONCE(lc->nr_held == ARRAY_SIZE(lc->held))) {
 		spin_unlock(&lc->lock);
 		return BLK_STS_IOERR;
 	}
 	if (!rq->dma_map)
 		lc->nr_without_map++;
-	else if (gen < BITS_PER_LONG &&
-		 (test_bit(gen, &lc->invalidated_gens) ||
-		  test_bit(gen, &lc->unmapped_gens)))
+	else if (gen < DMATOK_LC_MAX_GENS &&
+		 (test_bit(gen, lc->invalidated_gens) ||
+		  test_bit(gen, lc->unmapped_gens)))
 		lc->nr_dying_map++;
 	lc->held[lc->nr_held].rq = rq;
 	lc->held[lc->nr_held].gen = gen;
@@ -433,6 +483,61 @@ static bool dmatok_lc_submitter_done(struct dmatok_lc *lc, bool kill)
 	return done;
 }
 
+static int dmatok_lc_worker_fn(void *data)
+{
+	struct dmatok_lc *lc = data;
+	unsigned int i;
+
+	/* Lets the teardown stop a submitter stuck on a map's fence. */
+	allow_signal(SIGKILL);
+	for (i = 0; i < DMATOK_LC_ROUNDS * DMATOK_LC_ROUND_BIOS; i++) {
+		if (wait_event_killable(lc->wq, i < READ_ONCE(lc->worker_budget)))
+			break;
+		dmatok_lc_submit(lc, lc->worker_token, 1, 0);
+	}
+	atomic_inc(&lc->workers_done);
+	wake_up_all(&lc->wq);
+	return 0;
+}
+
+static unsigned int dmatok_lc_nr_workers(struct dmatok_lc *lc)
+{
+	unsigned int i, nr = 0;
+
+	for (i = 0; i < ARRAY_SIZE(lc->workers); i++)
+		nr += !!lc->workers[i];
+	return nr;
+}
+
+/*
+ * Wait for the submitter kthreads to return, interrupting them if @kill;
+ * forget them once they have.
+ */
+static bool dmatok_lc_workers_done(struct dmatok_lc *lc, bool kill)
+{
+	unsigned long end = jiffies + DMATOK_LC_TIMEOUT;
+	unsigned int i, nr = dmatok_lc_nr_workers(lc);
+	bool done;
+
+	if (!nr)
+		return true;
+	do {
+		for (i = 0; kill && i < ARRAY_SIZE(lc->workers); i++)
+			if (lc->workers[i])
+				send_sig(SIGKILL, lc->workers[i], 1);
+		done = wait_event_timeout(lc->wq, atomic_read(&lc->workers_done) == nr,
+					  HZ / 10);
+	} while (!done && time_before(jiffies, end));
+	if (!done)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(lc->workers); i++) {
+		if (lc->workers[i])
+			put_task_struct(lc->workers[i]);
+		lc->workers[i] = NULL;
+	}
+	return true;
+}
+
 /* Wait until @counter reaches @expected; returns its value. */
 static int dmatok_lc_wait_count(struct dmatok_lc *lc, atomic_t *counter,
 				int expected)
@@ -546,8 +651,8 @@ static struct dma_fence *dmatok_lc_invalidate(struct kunit *test,
 	dma_buf_invalidate_mappings(lc->dmabuf);
 	/* maps are created under this lock: the last one is the one invalidated */
 	gen = atomic_read(&lc->map_gen);
-	if (gen && gen < BITS_PER_LONG)
-		set_bit(gen, &lc->invalidated_gens);
+	if (gen && gen < DMATOK_LC_MAX_GENS)
+		set_bit(gen, lc->invalidated_gens);
 	dma_resv_for_each_fence(&cursor, resv, DMA_RESV_USAGE_KERNEL, fence) {
 		if (fence->context != context)
 			continue;
@@ -562,6 +667,31 @@ static struct dma_fence *dmatok_lc_invalidate(struct kunit *test,
 		KUNIT_ASSERT_EQ(test, ret, 0);
 	}
 	return found;
+}
+
+/*
+ * What an exporter that moves the buffer does: invalidate the mappings
+ * under the reservation lock, wait for the fences the importers published,
+ * then move.  The move is bookkeeping only: from then on, a request on a
+ * map of an earlier epoch would reach memory that is gone.
+ */
+static long dmatok_lc_invalidate_and_move(struct dmatok_lc *lc)
+{
+	struct dma_resv *resv = lc->dmabuf->resv;
+	unsigned int epoch;
+	long ret;
+
+	dma_resv_lock(resv, NULL);
+	dma_buf_invalidate_mappings(lc->dmabuf);
+	epoch = ++lc->exp_epoch;
+	dma_resv_unlock(resv);
+
+	ret = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false,
+				    DMATOK_LC_TIMEOUT);
+	if (ret <= 0)
+		return ret ?: -ETIMEDOUT;
+	WRITE_ONCE(lc->moved_epoch, epoch);
+	return 0;
 }
 
 static const char *dmatok_lc_fence_name(struct dma_fence *fence)
@@ -631,7 +761,7 @@ static void dmatok_lc_teardown(void *data)
 	unsigned long end;
 	unsigned int i;
 
-	if (!dmatok_lc_submitter_done(lc, true)) {
+	if (!dmatok_lc_submitter_done(lc, true) || !dmatok_lc_workers_done(lc, true)) {
 		kunit_err(lc->test, "submitter stuck: leaking the fake disk\n");
 		return;
 	}
@@ -858,7 +988,7 @@ static void dmatok_lc_invalidate_idle_test(struct kunit *test)
 	msleep(DMATOK_LC_SETTLE_MS);
 	KUNIT_EXPECT_EQ(test, atomic_read(&lc->unmap_calls), 1);
 	KUNIT_EXPECT_EQ(test, atomic_read(&lc->exp->mapped), 0);
-	KUNIT_EXPECT_TRUE(test, test_bit(1, &lc->unmapped_gens));
+	KUNIT_EXPECT_TRUE(test, test_bit(1, lc->unmapped_gens));
 
 	dmatok_lc_submit(lc, token, 1, 0);
 	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_held(lc, 1), 1U);
@@ -938,14 +1068,14 @@ static void dmatok_lc_invalidate_inflight_test(struct kunit *test)
 			       "signalled with 1 request in flight");
 	KUNIT_EXPECT_EQ_MSG(test, atomic_read(&lc->unmap_calls), 0,
 			    "unmapped with 1 request in flight");
-	KUNIT_EXPECT_FALSE(test, test_bit(1, &lc->unmapped_gens));
+	KUNIT_EXPECT_FALSE(test, test_bit(1, lc->unmapped_gens));
 
 	KUNIT_EXPECT_EQ(test, dmatok_lc_complete(lc, 1, c->batch), 1U);
 	KUNIT_ASSERT_GT_MSG(test, dma_fence_wait_timeout(fence, false, DMATOK_LC_TIMEOUT),
 			    0L, "not signalled after the last request completed (%s)",
 			    c->name);
 	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->unmap_calls, 1), 1);
-	KUNIT_EXPECT_TRUE(test, test_bit(1, &lc->unmapped_gens));
+	KUNIT_EXPECT_TRUE(test, test_bit(1, lc->unmapped_gens));
 
 	/* the kthread's request, on a new map */
 	KUNIT_ASSERT_TRUE_MSG(test, dmatok_lc_submitter_done(lc, false),
@@ -1037,13 +1167,39 @@ static void dmatok_lc_dying_queue_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmatok_lc_queue_refs(lc), queue_refs);
 }
 
+/* An error of ->dma_map and the status the bio must end with. */
+struct dmatok_lc_map_error {
+	const char *name;
+	int err;
+	blk_status_t status;
+};
+
+static const struct dmatok_lc_map_error dmatok_lc_map_errors[] = {
+	/* worth retrying later */
+	{ "ENOMEM", -ENOMEM, BLK_STS_RESOURCE },
+	/* not worth it: a retried request would fail again, forever */
+	{ "EIO", -EIO, BLK_STS_IOERR },
+	{ "ENXIO", -ENXIO, BLK_STS_IOERR },
+};
+
+static void dmatok_lc_map_error_desc(const struct dmatok_lc_map_error *e,
+				     char *desc)
+{
+	strscpy(desc, e->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(dmatok_lc_map_error, dmatok_lc_map_errors,
+		  dmatok_lc_map_error_desc);
+
 /*
- * ->dma_map fails: the request fails with the matching status without
- * reaching the driver, the failed map is not kept, the next request maps
- * again, and releasing the token gives everything back.
+ * ->dma_map fails: the request fails with the status errno_to_blk_status()
+ * gives for the error, without reaching the driver, the failed map is not
+ * kept, the next request maps again, and releasing the token gives
+ * everything back.
  */
 static void dmatok_lc_map_failure_test(struct kunit *test)
 {
+	const struct dmatok_lc_map_error *e = test->param_value;
 	struct dmatok_lc *lc = test->priv;
 	long dmabuf_refs = dmatok_lc_dmabuf_refs(lc);
 	unsigned int queue_refs = dmatok_lc_queue_refs(lc);
@@ -1051,11 +1207,12 @@ static void dmatok_lc_map_failure_test(struct kunit *test)
 
 	token = dmatok_lc_create_token(test, lc);
 
-	lc->fail_map = -ENOMEM;
+	lc->fail_map = e->err;
 	dmatok_lc_submit(lc, token, 1, 0);
 	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 1), 1);
 	KUNIT_EXPECT_EQ(test, atomic_read(&lc->bios_failed), 1);
-	KUNIT_EXPECT_EQ(test, lc->last_error, BLK_STS_RESOURCE);
+	KUNIT_EXPECT_EQ_MSG(test, lc->last_error, e->status,
+			    "->dma_map failed with %d", e->err);
 	KUNIT_EXPECT_EQ_MSG(test, dmatok_lc_nr_held(lc), 0U,
 			    "request issued after ->dma_map failed");
 	KUNIT_EXPECT_EQ(test, lc->nr_without_map, 0U);
@@ -1080,6 +1237,85 @@ static void dmatok_lc_map_failure_test(struct kunit *test)
 			      dmatok_lc_queue_refs(lc), queue_refs);
 }
 
+/*
+ * Submitter kthreads keep reads going through one token while the case
+ * invalidates the mapping and moves the buffer once the published fences
+ * have signalled, as an exporter would, round after round: each round lets
+ * the submitters issue a few more bios and, once half of them have ended,
+ * invalidates while they issue the rest.  No
+ * request
+ * may carry a map after its ->dma_unmap or after the move, no request may
+ * go without a map, every bio succeeds, and at the end every map has been
+ * unmapped exactly once and every reference is back.
+ */
+static void dmatok_lc_concurrent_test(struct kunit *test)
+{
+	const unsigned int total = DMATOK_LC_NR_WORKERS * DMATOK_LC_ROUNDS *
+				   DMATOK_LC_ROUND_BIOS;
+	struct dmatok_lc *lc = test->priv;
+	long dmabuf_refs = dmatok_lc_dmabuf_refs(lc);
+	unsigned int queue_refs = dmatok_lc_queue_refs(lc);
+	struct dma_token *token;
+	unsigned int i;
+	int maps;
+
+	token = dmatok_lc_create_token(test, lc);
+	lc->auto_complete = true;
+	lc->worker_token = token;
+	for (i = 0; i < ARRAY_SIZE(lc->workers); i++) {
+		struct task_struct *task;
+
+		task = kthread_create(dmatok_lc_worker_fn, lc, "dmatok-lc-%u", i);
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, task);
+		get_task_struct(task);
+		lc->workers[i] = task;
+	}
+	for (i = 0; i < ARRAY_SIZE(lc->workers); i++)
+		wake_up_process(lc->workers[i]);
+
+	for (i = 1; i <= DMATOK_LC_ROUNDS; i++) {
+		/* half of this round's bios ended: invalidate under the rest */
+		int half = ((i - 1) * DMATOK_LC_ROUND_BIOS + DMATOK_LC_ROUND_BIOS / 2) *
+			   DMATOK_LC_NR_WORKERS;
+
+		WRITE_ONCE(lc->worker_budget, i * DMATOK_LC_ROUND_BIOS);
+		wake_up_all(&lc->wq);
+		KUNIT_ASSERT_GE_MSG(test, dmatok_lc_wait_count(lc, &lc->bios_done, half),
+				    half, "round %u: submitters stuck", i);
+		KUNIT_ASSERT_EQ_MSG(test, dmatok_lc_invalidate_and_move(lc), 0L,
+				    "round %u: the invalidation's fences did not signal", i);
+	}
+	KUNIT_ASSERT_TRUE_MSG(test, dmatok_lc_workers_done(lc, false),
+			      "submitters stuck: %d of %u bios ended",
+			      atomic_read(&lc->bios_done), total);
+
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, total), total);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lc->bios_failed), 0);
+	KUNIT_EXPECT_EQ_MSG(test, lc->nr_without_map, 0U, "requests without a map");
+	KUNIT_EXPECT_EQ_MSG(test, lc->nr_unmapped_use, 0U,
+			    "requests on a map already unmapped");
+	KUNIT_EXPECT_EQ_MSG(test, lc->nr_moved_use, 0U,
+			    "requests on a map after the exporter moved the buffer");
+	/* the case did what it is for: the mapping changed under I/O */
+	KUNIT_EXPECT_GE(test, atomic_read(&lc->map_calls), 2);
+
+	dmatok_lc_release_token(lc, token);
+	maps = atomic_read(&lc->map_calls);
+	KUNIT_ASSERT_LT(test, maps, DMATOK_LC_MAX_GENS);
+	KUNIT_EXPECT_EQ_MSG(test, dmatok_lc_wait_count(lc, &lc->unmap_calls, maps), maps,
+			    "maps not unmapped");
+	KUNIT_EXPECT_EQ_MSG(test, dmatok_lc_wait_count(lc, &lc->clean_calls, 1), 1,
+			    "token not cleaned up");
+	KUNIT_EXPECT_EQ(test, lc->nr_double_unmap, 0U);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lc->exp->mapped), 0);
+	KUNIT_EXPECT_TRUE_MSG(test, dmatok_lc_refs_settle(lc, dmabuf_refs, queue_refs),
+			      "dma-buf refs %ld (want %ld), queue refs %u (want %u)",
+			      dmatok_lc_dmabuf_refs(lc), dmabuf_refs,
+			      dmatok_lc_queue_refs(lc), queue_refs);
+	kunit_info(test, "%u bios, %u invalidations, %d maps\n", total,
+		   DMATOK_LC_ROUNDS, maps);
+}
+
 static struct kunit_case dmatok_lc_cases[] = {
 	KUNIT_CASE(dmatok_lc_create_release_test),
 	KUNIT_CASE(dmatok_lc_map_lazy_reuse_test),
@@ -1089,7 +1325,8 @@ static struct kunit_case dmatok_lc_cases[] = {
 	KUNIT_CASE(dmatok_lc_map_waits_for_exporter_test),
 	KUNIT_CASE(dmatok_lc_init_failure_test),
 	KUNIT_CASE(dmatok_lc_dying_queue_test),
-	KUNIT_CASE(dmatok_lc_map_failure_test),
+	KUNIT_CASE_PARAM(dmatok_lc_map_failure_test, dmatok_lc_map_error_gen_params),
+	KUNIT_CASE(dmatok_lc_concurrent_test),
 	{}
 };
 
