@@ -639,9 +639,11 @@ static struct dma_fence *dmatok_lc_invalidate(struct kunit *test,
 					      struct dma_token *token,
 					      unsigned int *nr)
 {
-	u64 context = dma_token_to_blk_mq(token)->fence_ctx;
+	struct blk_mq_dma_token *blk_token = dma_token_to_blk_mq(token);
+	u64 context = blk_token->fence_ctx;
 	struct dma_resv *resv = lc->dmabuf->resv;
 	struct dma_fence *fence, *found = NULL;
+	struct blk_mq_dma_map *published;
 	struct dma_resv_iter cursor;
 	unsigned long gen;
 	int ret;
@@ -649,6 +651,7 @@ static struct dma_fence *dmatok_lc_invalidate(struct kunit *test,
 	*nr = 0;
 	dma_resv_lock(resv, NULL);
 	dma_buf_invalidate_mappings(lc->dmabuf);
+	published = rcu_dereference_protected(blk_token->map, dma_resv_held(resv));
 	/* maps are created under this lock: the last one is the one invalidated */
 	gen = atomic_read(&lc->map_gen);
 	if (gen && gen < DMATOK_LC_MAX_GENS)
@@ -662,6 +665,8 @@ static struct dma_fence *dmatok_lc_invalidate(struct kunit *test,
 	}
 	dma_resv_unlock(resv);
 
+	/* a later lookup or invalidation would find a dead, then freed, map */
+	KUNIT_EXPECT_NULL_MSG(test, published, "map still published after the invalidation");
 	if (found) {
 		ret = kunit_add_action_or_reset(test, dmatok_lc_put_fence, found);
 		KUNIT_ASSERT_EQ(test, ret, 0);
