@@ -6,7 +6,7 @@
  * with WRITE_FIXED reads back correctly through the normal path.
  *
  * The block device is DMABUF_RW_DEV (default /dev/nvme0n1). The test
- * overwrites its bytes from 1 MiB - 4 KiB to 2 MiB + 4 KiB.
+ * overwrites its bytes from 1 MiB - 4 KiB to 1 MiB + 256 KiB + 4 KiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,12 @@
 
 #define DEFAULT_DEV		"/dev/nvme0n1"
 
-#define DMABUF_SIZE		(1024 * 1024)
+/*
+ * No larger than the largest mapping swiotlb can bounce (256 KiB): the
+ * udmabuf's pages may be contiguous, and with swiotlb=force a mapping
+ * segment larger than that fails.
+ */
+#define DMABUF_SIZE		(256 * 1024)
 #define NR_BUF_SLOTS		4
 #define DMABUF_SLOT		0
 
@@ -38,6 +43,18 @@
 /* Different data for each direction, so one test cannot pass on the other's. */
 #define SALT_NORMAL_TO_FIXED	0x6e6f726d2d3e6678ULL
 #define SALT_FIXED_TO_NORMAL	0x66782d3e6e6f726dULL
+
+/*
+ * Each test transfers twice through the same registration, with new data
+ * and a new dma-buf poison the second time: the first transfer maps the
+ * dma-buf for the device, the second reuses that mapping, so only the DMA
+ * syncs of the request can make the new data reach the device or the CPU,
+ * and a sync wider than the request would put back old bytes around it
+ * (visible with bounce buffering, swiotlb=force).
+ */
+#define NR_ROUNDS		2
+#define ROUND_SALT(salt, round)	((salt) ^ ((__u64)(round) << 32))
+#define ROUND_POISON(round)	(POISON_DMABUF ^ (round))
 
 FIXTURE(dmabuf_rw) {
 	const char *dev_path;
@@ -67,10 +84,10 @@ FIXTURE_VARIANT_ADD(dmabuf_rw, off4k_len64k) {
 	.len = 64 * 1024,
 };
 
-/* Larger than max_hw_sectors of most devices: the bio gets split. */
-FIXTURE_VARIANT_ADD(dmabuf_rw, off8k_len512k) {
+/* More than the drive takes per command (128 KiB, mdts=5): split. */
+FIXTURE_VARIANT_ADD(dmabuf_rw, off8k_len240k) {
 	.buf_offset = 8192,
-	.len = 512 * 1024,
+	.len = 240 * 1024,
 };
 
 /* Starts inside a page and crosses two page boundaries. */
@@ -79,8 +96,20 @@ FIXTURE_VARIANT_ADD(dmabuf_rw, off512_len8k) {
 	.len = 8192,
 };
 
+/* Exactly two pages: the second one goes in PRP2, no PRP list. */
+FIXTURE_VARIANT_ADD(dmabuf_rw, off0_len8k) {
+	.buf_offset = 0,
+	.len = 8192,
+};
+
+/* One page's worth that straddles two pages: PRP2, no list either. */
+FIXTURE_VARIANT_ADD(dmabuf_rw, off3584_len4k) {
+	.buf_offset = 3584,
+	.len = 4096,
+};
+
 /* Ends at the last byte of the dma-buf. */
-FIXTURE_VARIANT_ADD(dmabuf_rw, off896k_len128k) {
+FIXTURE_VARIANT_ADD(dmabuf_rw, off128k_len128k) {
 	.buf_offset = DMABUF_SIZE - 128 * 1024,
 	.len = 128 * 1024,
 };
@@ -204,93 +233,156 @@ static bool same_bytes(struct __test_metadata *_metadata, const char *what,
 	return false;
 }
 
-TEST_F(dmabuf_rw, write_normal_read_fixed)
+/* DMA_BUF_IOCTL_SYNC with @flags; log a failure. */
+static bool cpu_access(struct __test_metadata *_metadata, int dmabuf_fd,
+		       __u64 flags)
 {
-	const size_t off = variant->buf_offset, len = variant->len;
-	const int dmabuf_fd = self->ubuf.fd;
-	__u8 *map = self->ubuf.map;
+	int ret = dmabuf_sync(dmabuf_fd, flags);
+
+	if (ret)
+		TH_LOG("DMA_BUF_IOCTL_SYNC %#llx: %s", (unsigned long long)flags,
+		       strerror(-ret));
+	return !ret;
+}
+
+/*
+ * One round of write_normal_read_fixed: the pattern for @salt goes to the
+ * device through the normal path and must come back with READ_FIXED into
+ * [off, off + len) of the dma-buf filled with @poison, nothing else touched.
+ */
+static bool normal_to_fixed(struct __test_metadata *_metadata,
+			    struct io_uring *ring, int dev_fd, __u8 *plain,
+			    __u8 *expect, const struct dmabuf_rw_udmabuf *ubuf,
+			    size_t off, size_t len, __u64 salt, __u8 poison)
+{
+	__u8 *map = ubuf->map;
 	bool ok;
 	int res;
 
-	ASSERT_TRUE(write_device_region(self->dev_fd, self->plain, len,
-					true, SALT_NORMAL_TO_FIXED))
-		TH_LOG("pwrite to %s: %s", self->dev_path, strerror(errno));
+	if (!write_device_region(dev_fd, plain, len, true, salt)) {
+		TH_LOG("pwrite to the device: %s", strerror(errno));
+		return false;
+	}
 
 	/* Poison all of the dma-buf: a short or misplaced read shows. */
-	ASSERT_EQ(0, dmabuf_cpu_begin(dmabuf_fd, DMA_BUF_SYNC_WRITE));
-	memset(map, POISON_DMABUF, DMABUF_SIZE);
-	ASSERT_EQ(0, dmabuf_cpu_end(dmabuf_fd, DMA_BUF_SYNC_WRITE));
+	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
+		return false;
+	memset(map, poison, DMABUF_SIZE);
+	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
+		return false;
 
-	res = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, DMABUF_SLOT,
-				 off, len, DMABUF_RW_DEV_OFFSET);
-	ASSERT_EQ((int)len, res)
+	res = dmabuf_rw_fixed_io(ring, false, dev_fd, DMABUF_SLOT, off, len,
+				 DMABUF_RW_DEV_OFFSET);
+	if (res != (int)len) {
 		TH_LOG("READ_FIXED of %zu bytes to dma-buf offset %zu: %s",
 		       len, off, res < 0 ? strerror(-res) : "short read");
+		return false;
+	}
 
-	dmabuf_rw_fill_pattern(self->expect, DMABUF_RW_DEV_OFFSET, len,
-			       SALT_NORMAL_TO_FIXED);
-	ASSERT_EQ(0, dmabuf_cpu_begin(dmabuf_fd, DMA_BUF_SYNC_READ));
+	dmabuf_rw_fill_pattern(expect, DMABUF_RW_DEV_OFFSET, len, salt);
+	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ))
+		return false;
 	ok = same_bytes(_metadata, "data read with READ_FIXED", "dma-buf", off,
-			map + off, self->expect, len);
-	memset(self->expect, POISON_DMABUF, DMABUF_SIZE);
+			map + off, expect, len);
+	memset(expect, poison, DMABUF_SIZE);
 	ok = same_bytes(_metadata, "dma-buf before the transfer", "dma-buf", 0,
-			map, self->expect, off) && ok;
+			map, expect, off) && ok;
 	ok = same_bytes(_metadata, "dma-buf after the transfer", "dma-buf",
-			off + len, map + off + len, self->expect,
+			off + len, map + off + len, expect,
 			DMABUF_SIZE - off - len) && ok;
-	ASSERT_EQ(0, dmabuf_cpu_end(dmabuf_fd, DMA_BUF_SYNC_READ));
-	ASSERT_TRUE(ok);
+	return cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ) && ok;
 }
 
-TEST_F(dmabuf_rw, write_fixed_read_normal)
+/*
+ * One round of write_fixed_read_normal: the pattern for @salt, put at
+ * [off, off + len) of the dma-buf with @poison around it, goes to the
+ * poisoned device region with WRITE_FIXED and must read back through the
+ * normal path, the guards untouched.
+ */
+static bool fixed_to_normal(struct __test_metadata *_metadata,
+			    struct io_uring *ring, int dev_fd, __u8 *plain,
+			    __u8 *expect, const struct dmabuf_rw_udmabuf *ubuf,
+			    size_t off, size_t len, __u64 salt, __u8 poison)
 {
-	const size_t off = variant->buf_offset, len = variant->len;
 	const size_t region = len + 2 * DMABUF_RW_GUARD;
-	const int dmabuf_fd = self->ubuf.fd;
-	__u8 *map = self->ubuf.map;
-	__u8 *data = self->plain + DMABUF_RW_GUARD;
+	__u8 *data = plain + DMABUF_RW_GUARD;
+	__u8 *map = ubuf->map;
 	bool ok;
 	int res;
 
 	/* Poison the device region: a missing or short write shows. */
-	ASSERT_TRUE(write_device_region(self->dev_fd, self->plain, len,
-					false, 0))
-		TH_LOG("pwrite to %s: %s", self->dev_path, strerror(errno));
+	if (!write_device_region(dev_fd, plain, len, false, 0)) {
+		TH_LOG("pwrite to the device: %s", strerror(errno));
+		return false;
+	}
 
 	/*
 	 * The pattern where the transfer reads, poison around it: a write
-	 * that reads outside its range leaves POISON_DMABUF on the device.
+	 * that reads outside its range leaves @poison on the device.
 	 */
-	ASSERT_EQ(0, dmabuf_cpu_begin(dmabuf_fd, DMA_BUF_SYNC_WRITE));
-	memset(map, POISON_DMABUF, DMABUF_SIZE);
-	dmabuf_rw_fill_pattern(map + off, DMABUF_RW_DEV_OFFSET, len,
-			       SALT_FIXED_TO_NORMAL);
-	ASSERT_EQ(0, dmabuf_cpu_end(dmabuf_fd, DMA_BUF_SYNC_WRITE));
+	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
+		return false;
+	memset(map, poison, DMABUF_SIZE);
+	dmabuf_rw_fill_pattern(map + off, DMABUF_RW_DEV_OFFSET, len, salt);
+	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
+		return false;
 
-	res = dmabuf_rw_fixed_io(&self->ring, true, self->dev_fd, DMABUF_SLOT,
-				 off, len, DMABUF_RW_DEV_OFFSET);
-	ASSERT_EQ((int)len, res)
+	res = dmabuf_rw_fixed_io(ring, true, dev_fd, DMABUF_SLOT, off, len,
+				 DMABUF_RW_DEV_OFFSET);
+	if (res != (int)len) {
 		TH_LOG("WRITE_FIXED of %zu bytes from dma-buf offset %zu: %s",
 		       len, off, res < 0 ? strerror(-res) : "short write");
+		return false;
+	}
 
-	memset(self->plain, POISON_PLAIN, region);
-	ASSERT_EQ((ssize_t)region,
-		  pread(self->dev_fd, self->plain, region,
-			DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD))
-		TH_LOG("pread from %s: %s", self->dev_path, strerror(errno));
+	memset(plain, POISON_PLAIN, region);
+	if (pread(dev_fd, plain, region, DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD) !=
+	    (ssize_t)region) {
+		TH_LOG("pread from the device: %s", strerror(errno));
+		return false;
+	}
 
-	dmabuf_rw_fill_pattern(self->expect, DMABUF_RW_DEV_OFFSET, len,
-			       SALT_FIXED_TO_NORMAL);
+	dmabuf_rw_fill_pattern(expect, DMABUF_RW_DEV_OFFSET, len, salt);
 	ok = same_bytes(_metadata, "data written with WRITE_FIXED", "device",
-			DMABUF_RW_DEV_OFFSET, data, self->expect, len);
-	memset(self->expect, POISON_DEVICE, DMABUF_RW_GUARD);
+			DMABUF_RW_DEV_OFFSET, data, expect, len);
+	memset(expect, POISON_DEVICE, DMABUF_RW_GUARD);
 	ok = same_bytes(_metadata, "device before the transfer", "device",
-			DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD, self->plain,
-			self->expect, DMABUF_RW_GUARD) && ok;
+			DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD, plain,
+			expect, DMABUF_RW_GUARD) && ok;
 	ok = same_bytes(_metadata, "device after the transfer", "device",
-			DMABUF_RW_DEV_OFFSET + len, data + len, self->expect,
+			DMABUF_RW_DEV_OFFSET + len, data + len, expect,
 			DMABUF_RW_GUARD) && ok;
-	ASSERT_TRUE(ok);
+	return ok;
+}
+
+TEST_F(dmabuf_rw, write_normal_read_fixed)
+{
+	unsigned int round;
+
+	/* braces: ASSERT_*() with TH_LOG() is more than one statement */
+	for (round = 0; round < NR_ROUNDS; round++) {
+		ASSERT_TRUE(normal_to_fixed(_metadata, &self->ring, self->dev_fd,
+					    self->plain, self->expect, &self->ubuf,
+					    variant->buf_offset, variant->len,
+					    ROUND_SALT(SALT_NORMAL_TO_FIXED, round),
+					    ROUND_POISON(round)))
+			TH_LOG("round %u of %u", round + 1, NR_ROUNDS);
+	}
+}
+
+TEST_F(dmabuf_rw, write_fixed_read_normal)
+{
+	unsigned int round;
+
+	/* braces: ASSERT_*() with TH_LOG() is more than one statement */
+	for (round = 0; round < NR_ROUNDS; round++) {
+		ASSERT_TRUE(fixed_to_normal(_metadata, &self->ring, self->dev_fd,
+					    self->plain, self->expect, &self->ubuf,
+					    variant->buf_offset, variant->len,
+					    ROUND_SALT(SALT_FIXED_TO_NORMAL, round),
+					    ROUND_POISON(round)))
+			TH_LOG("round %u of %u", round + 1, NR_ROUNDS);
+	}
 }
 
 TEST_HARNESS_MAIN
