@@ -147,6 +147,7 @@ struct dmatok_lc {
 	/* one bio submitted from a kthread */
 	struct task_struct *submitter;
 	struct dma_token *submit_token;
+	blk_opf_t submit_flags;
 	struct completion submitted;
 
 	/* the concurrent case's submitters */
@@ -444,18 +445,24 @@ static int dmatok_lc_submitter_fn(void *data)
 
 	/* Lets the teardown interrupt a wait for an old map's fence. */
 	allow_signal(SIGKILL);
-	dmatok_lc_submit(lc, lc->submit_token, 1, 0);
+	dmatok_lc_submit(lc, lc->submit_token, 1, lc->submit_flags);
 	complete(&lc->submitted);
 	return 0;
 }
 
-/* Submit one bio from a kthread: the submission may have to wait. */
+/*
+ * Submit one bio with @flags from a kthread: the submission may have to
+ * wait, or wrongly wait, and the case must go on.
+ */
 static void dmatok_lc_submit_async(struct kunit *test, struct dmatok_lc *lc,
-				   struct dma_token *token)
+				   struct dma_token *token, blk_opf_t flags)
 {
 	struct task_struct *task;
 
+	KUNIT_ASSERT_NULL(test, lc->submitter);
 	lc->submit_token = token;
+	lc->submit_flags = flags;
+	reinit_completion(&lc->submitted);
 	task = kthread_create(dmatok_lc_submitter_fn, lc, "dmatok-lc-submit");
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, task);
 	get_task_struct(task);
@@ -1055,12 +1062,15 @@ static void dmatok_lc_invalidate_inflight_test(struct kunit *test)
 	fence = dmatok_lc_invalidate(test, lc, token, &nr);
 	KUNIT_ASSERT_EQ_MSG(test, nr, 1U, "fences published by the invalidation");
 
-	dmatok_lc_submit(lc, token, 1, REQ_NOWAIT);
+	/* from a kthread: if it waits for the dying map, the case goes on */
+	dmatok_lc_submit_async(test, lc, token, REQ_NOWAIT);
+	KUNIT_ASSERT_TRUE_MSG(test, dmatok_lc_submitter_done(lc, false),
+			      "REQ_NOWAIT submission waits for the dying map");
 	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 1), 1);
 	KUNIT_EXPECT_EQ(test, lc->last_error, BLK_STS_AGAIN);
 	atomic_set(&lc->bios_failed, 0);
 
-	dmatok_lc_submit_async(test, lc, token);
+	dmatok_lc_submit_async(test, lc, token, 0);
 
 	msleep(DMATOK_LC_SETTLE_MS);
 	KUNIT_EXPECT_FALSE_MSG(test, dma_fence_is_signaled(fence),
@@ -1115,7 +1125,7 @@ static void dmatok_lc_map_waits_for_exporter_test(struct kunit *test)
 	token = dmatok_lc_create_token(test, lc);
 	fence = dmatok_lc_add_exporter_fence(test, lc);
 
-	dmatok_lc_submit_async(test, lc, token);
+	dmatok_lc_submit_async(test, lc, token, 0);
 	msleep(DMATOK_LC_SETTLE_MS);
 	KUNIT_EXPECT_EQ_MSG(test, atomic_read(&lc->map_calls), 0,
 			    "mapped before the exporter's fence signalled");
