@@ -32,15 +32,66 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <linux/dma-buf.h>
 #include <linux/types.h>
 #include <linux/udmabuf.h>
+
+#define DMABUF_RW_DEFAULT_DEV	"/dev/nvme0n1"
+
+/* The block device the tests use: $DMABUF_RW_DEV, else /dev/nvme0n1. */
+static inline const char *dmabuf_rw_dev_path(void)
+{
+	const char *path = getenv("DMABUF_RW_DEV");
+
+	return path && *path ? path : DMABUF_RW_DEFAULT_DEV;
+}
+
+/*
+ * Open the block device at @path for O_DIRECT I/O. Returns the fd;
+ * -ENODEV when there is no block device at @path (the test skips);
+ * another negative errno when it cannot be opened.
+ */
+static inline int dmabuf_rw_open_dev(const char *path)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENXIO || errno == ENODEV ?
+		       -ENODEV : -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		close(fd);
+		return -ENODEV;
+	}
+	return fd;
+}
+
+/*
+ * io_uring_queue_init() that tells apart, for the test to skip, a kernel
+ * without io_uring (-EOPNOTSUPP: the sysctl exists exactly when io_uring is
+ * built in) and io_uring disabled by that sysctl (-EPERM).
+ */
+static inline int dmabuf_rw_ring_init(struct io_uring *ring,
+				      unsigned int entries)
+{
+	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
+		return -EOPNOTSUPP;
+	return io_uring_queue_init(entries, ring, 0);
+}
 
 /* 09/11 of the series: iov_uaddr, target_fd, dmabuf_fd. */
 static_assert(sizeof(struct io_uring_reg_buffer) == 16,

@@ -16,7 +16,6 @@
 #include "dmabuf_rw.h"
 #include "kselftest_harness.h"
 
-#define DEFAULT_DEV		"/dev/nvme0n1"
 #define DMABUF_SIZE		(64 * 1024)
 #define NR_BUF_SLOTS		4
 #define SLOT			1
@@ -33,31 +32,23 @@ FIXTURE(uapi) {
 
 FIXTURE_SETUP(uapi)
 {
-	struct stat st;
 	int ret;
 
 	self->dev_fd = -1;
 	self->ubuf.fd = -1;
 	self->ubuf.memfd = -1;
 
-	self->dev_path = getenv("DMABUF_RW_DEV");
-	if (!self->dev_path || !*self->dev_path)
-		self->dev_path = DEFAULT_DEV;
-	self->dev_fd = open(self->dev_path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	if (self->dev_fd < 0 &&
-	    (errno == ENOENT || errno == ENXIO || errno == ENODEV))
+	self->dev_path = dmabuf_rw_dev_path();
+	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
+	if (self->dev_fd == -ENODEV)
 		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
 		     self->dev_path);
 	ASSERT_LE(0, self->dev_fd)
-		TH_LOG("open %s: %s", self->dev_path, strerror(errno));
-	ASSERT_EQ(0, fstat(self->dev_fd, &st));
-	if (!S_ISBLK(st.st_mode))
-		SKIP(return, "%s is not a block device (set DMABUF_RW_DEV)",
-		     self->dev_path);
+		TH_LOG("open %s: %s", self->dev_path, strerror(-self->dev_fd));
 
-	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
+	ret = dmabuf_rw_ring_init(&self->ring, 8);
+	if (ret == -EOPNOTSUPP)
 		SKIP(return, "io_uring not available (CONFIG_IO_URING)");
-	ret = io_uring_queue_init(8, &self->ring, 0);
 	if (ret == -EPERM)
 		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
