@@ -34,6 +34,7 @@
  */
 
 #include <kunit/device.h>
+#include <kunit/static_stub.h>
 #include <kunit/test.h>
 #include <linux/bio.h>
 #include <linux/blk-mq-dma-token.h>
@@ -48,6 +49,7 @@
 #include <linux/fs.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
+#include <linux/percpu-refcount.h>
 #include <linux/scatterlist.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -1252,6 +1254,96 @@ static void dmatok_lc_map_failure_test(struct kunit *test)
 			      dmatok_lc_queue_refs(lc), queue_refs);
 }
 
+static int dmatok_lc_percpu_ref_init_fail(struct percpu_ref *ref,
+					  percpu_ref_func_t *release,
+					  unsigned int flags, gfp_t gfp)
+{
+	return -ENOMEM;
+}
+
+/*
+ * A map cannot be allocated (its percpu_ref fails to initialise, through
+ * the static stub of kernel/test-support): the request fails with
+ * BLK_STS_RESOURCE without reaching the driver or going on without a map,
+ * nothing is mapped or kept, and the next request maps normally.
+ */
+static void dmatok_lc_map_alloc_failure_test(struct kunit *test)
+{
+	struct dmatok_lc *lc = test->priv;
+	long dmabuf_refs = dmatok_lc_dmabuf_refs(lc);
+	unsigned int queue_refs = dmatok_lc_queue_refs(lc);
+	struct dma_token *token;
+
+	token = dmatok_lc_create_token(test, lc);
+
+	kunit_activate_static_stub(test, percpu_ref_init,
+				   dmatok_lc_percpu_ref_init_fail);
+	dmatok_lc_submit(lc, token, 1, 0);
+	kunit_deactivate_static_stub(test, percpu_ref_init);
+	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 1), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lc->bios_failed), 1);
+	KUNIT_EXPECT_EQ(test, lc->last_error, BLK_STS_RESOURCE);
+	KUNIT_EXPECT_EQ_MSG(test, dmatok_lc_nr_held(lc), 0U,
+			    "request issued although no map could be allocated");
+	KUNIT_EXPECT_EQ(test, lc->nr_without_map, 0U);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lc->map_calls), 0);
+
+	dmatok_lc_submit(lc, token, 1, 0);
+	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_held(lc, 1), 1U);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lc->map_calls), 1);
+	dmatok_lc_complete(lc, 1, false);
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 2), 2);
+
+	dmatok_lc_release_token(lc, token);
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->unmap_calls, 1), 1);
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->clean_calls, 1), 1);
+	KUNIT_EXPECT_TRUE_MSG(test, dmatok_lc_refs_settle(lc, dmabuf_refs, queue_refs),
+			      "dma-buf refs %ld (want %ld), queue refs %u (want %u)",
+			      dmatok_lc_dmabuf_refs(lc), dmabuf_refs,
+			      dmatok_lc_queue_refs(lc), queue_refs);
+}
+
+static int dmatok_lc_reserve_fences_fail(struct dma_resv *obj,
+					 unsigned int num_fences)
+{
+	return -ENOMEM;
+}
+
+/*
+ * The invalidation cannot reserve a slot for its fence (static stub): the
+ * map must not stay live.  It is unpublished and unmapped before the
+ * invalidation returns (nothing is in flight to wait for), and the next
+ * request gets a new map.
+ */
+static void dmatok_lc_invalidate_reserve_failure_test(struct kunit *test)
+{
+	struct dmatok_lc *lc = test->priv;
+	struct dma_token *token;
+	unsigned int nr;
+
+	token = dmatok_lc_create_token(test, lc);
+	dmatok_lc_submit(lc, token, 1, 0);
+	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_held(lc, 1), 1U);
+	dmatok_lc_complete(lc, 1, false);
+	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 1), 1);
+
+	kunit_activate_static_stub(test, dma_resv_reserve_fences,
+				   dmatok_lc_reserve_fences_fail);
+	/* checks that no map stays published */
+	dmatok_lc_invalidate(test, lc, token, &nr);
+	kunit_deactivate_static_stub(test, dma_resv_reserve_fences);
+	KUNIT_EXPECT_EQ_MSG(test, dmatok_lc_wait_count(lc, &lc->unmap_calls, 1), 1,
+			    "map left mapped when its fence could not be published");
+
+	dmatok_lc_submit(lc, token, 1, 0);
+	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_held(lc, 1), 1U);
+	KUNIT_EXPECT_EQ_MSG(test, dmatok_lc_held_gen(lc, 0), 2UL,
+			    "request after the invalidation not on a new map");
+	KUNIT_EXPECT_EQ(test, lc->nr_dying_map, 0U);
+	dmatok_lc_complete(lc, 1, false);
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 2), 2);
+}
+
 /*
  * Submitter kthreads keep reads going through one token while the case
  * invalidates the mapping and moves the buffer once the published fences
@@ -1341,6 +1433,8 @@ static struct kunit_case dmatok_lc_cases[] = {
 	KUNIT_CASE(dmatok_lc_init_failure_test),
 	KUNIT_CASE(dmatok_lc_dying_queue_test),
 	KUNIT_CASE_PARAM(dmatok_lc_map_failure_test, dmatok_lc_map_error_gen_params),
+	KUNIT_CASE(dmatok_lc_map_alloc_failure_test),
+	KUNIT_CASE(dmatok_lc_invalidate_reserve_failure_test),
 	KUNIT_CASE(dmatok_lc_concurrent_test),
 	{}
 };
