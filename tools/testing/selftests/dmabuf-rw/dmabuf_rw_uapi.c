@@ -287,27 +287,44 @@ TEST_F(uapi, fixed_io_on_another_file)
 	close(other);
 }
 
+/* A fixed transfer through slot SLOT that must fail. */
+struct bad_io {
+	__u64 off;
+	unsigned int len;
+	const char *what;
+};
+
+/* Each of @bad, as a READ_FIXED and as a WRITE_FIXED, fails with -@err. */
+static void expect_bad_io(struct __test_metadata *_metadata,
+			  struct io_uring *ring, int dev_fd,
+			  const struct bad_io *bad, size_t nr, int err)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		ret = dmabuf_rw_fixed_io(ring, false, dev_fd, SLOT, bad[i].off,
+					 bad[i].len, 0);
+		expect_errno(_metadata, err, ret, bad[i].what);
+		ret = dmabuf_rw_fixed_io(ring, true, dev_fd, SLOT, bad[i].off,
+					 bad[i].len, 0);
+		expect_errno(_metadata, err, ret, bad[i].what);
+	}
+}
+
 TEST_F(uapi, fixed_io_out_of_range)
 {
-	static const struct {
-		__u64 off;
-		unsigned int len;
-		const char *what;
-	} bad[] = {
-		{ DMABUF_SIZE - IO_LEN, 2 * IO_LEN, "read past the end" },
-		{ DMABUF_SIZE, IO_LEN, "read starting at the end" },
-		{ 0, DMABUF_SIZE + IO_LEN, "read longer than the dma-buf" },
+	static const struct bad_io bad[] = {
+		{ DMABUF_SIZE - IO_LEN, 2 * IO_LEN, "past the end" },
+		{ DMABUF_SIZE, IO_LEN, "starting at the end" },
+		{ 0, DMABUF_SIZE + IO_LEN, "longer than the dma-buf" },
 	};
-	unsigned int i;
 	int ret;
 
 	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
 					       self->ubuf.fd));
-	for (i = 0; i < ARRAY_SIZE(bad); i++) {
-		ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, SLOT,
-					 bad[i].off, bad[i].len, 0);
-		expect_errno(_metadata, EFAULT, ret, bad[i].what);
-	}
+	expect_bad_io(_metadata, &self->ring, self->dev_fd, bad,
+		      ARRAY_SIZE(bad), EFAULT);
 	ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, NR_BUF_SLOTS,
 				 0, IO_LEN, 0);
 	expect_errno(_metadata, EFAULT, ret, "buffer index past the table");
@@ -315,30 +332,18 @@ TEST_F(uapi, fixed_io_out_of_range)
 
 TEST_F(uapi, fixed_io_misaligned)
 {
-	static const struct {
-		__u64 off;
-		unsigned int len;
-		const char *what;
-	} bad[] = {
+	static const struct bad_io bad[] = {
 		/* nvme-pci's dma_alignment is 3: dword-aligned offsets are valid */
 		{ 1, IO_LEN, "offset 1 in the dma-buf" },
 		{ 2, IO_LEN, "offset 2 in the dma-buf" },
 		{ 0, IO_LEN - 1, "length not a multiple of the block size" },
 		{ 0, 256, "length below the block size" },
 	};
-	unsigned int i;
-	int ret;
 
 	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
 					       self->ubuf.fd));
-	for (i = 0; i < ARRAY_SIZE(bad); i++) {
-		ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, SLOT,
-					 bad[i].off, bad[i].len, 0);
-		expect_errno(_metadata, EINVAL, ret, bad[i].what);
-		ret = dmabuf_rw_fixed_io(&self->ring, true, self->dev_fd, SLOT,
-					 bad[i].off, bad[i].len, 0);
-		expect_errno(_metadata, EINVAL, ret, bad[i].what);
-	}
+	expect_bad_io(_metadata, &self->ring, self->dev_fd, bad,
+		      ARRAY_SIZE(bad), EINVAL);
 }
 
 TEST_HARNESS_MAIN
