@@ -90,5 +90,7 @@ revision_name() {
 		"$(printf '%s' "$dir" | sha256sum | cut -c1-8)"
 }
 
-# Directories of the project copied into the kernel tree at the same path.
-OVERLAY_DIRS=(lib/kunit-dmatok tools/testing/selftests/dmabuf-rw)
+# Directories and files of the project copied into the kernel tree at the
+# same path.
+OVERLAY_DIRS=(lib/kunit-dmatok lib/test_dmabuf_exporter.c lib/test_dmabuf_exporter_uapi.h
+	tools/testing/selftests/dmabuf-rw)

@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A dma-buf exporter for testing dynamic importers: it makes dma-bufs of
+ * system pages that user space can invalidate (move_notify) and migrate to
+ * new pages at any time, and counts what importers do with them, so that
+ * a selftest can check that an importer remaps after an invalidation, never
+ * uses a stale mapping, and leaks nothing. See test_dmabuf_exporter_uapi.h
+ * for the ioctls of /dev/test_dmabuf_exporter.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/jiffies.h>
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+#include "test_dmabuf_exporter_uapi.h"
+
+#define TDEXP_MAX_SIZE		(64ULL << 20)
+#define TDEXP_DEFAULT_TIMEOUT	10000
+
+/*
+ * One generation of the buffer's pages. The buffer holds a reference on
+ * its current backing, and each mapping on the backing it was made from:
+ * after a migration the old pages live on until their last mapping is
+ * unmapped, as unmap_dma_buf() still needs them.
+ */
+struct tdexp_backing {
+	struct kref kref;
+	struct tdexp_buffer *buf;
+	bool retired;		/* poisoned: no DMA may write here any more */
+	unsigned long nr_pages;
+	struct page *pages[] __counted_by(nr_pages);
+};
+
+/* The counters of struct test_dmabuf_exp_counters, in its order. */
+enum tdexp_counter {
+	TDEXP_BUFFERS,
+	TDEXP_ATTACHMENTS,
+	TDEXP_PINS,
+	TDEXP_MAPS,
+	TDEXP_UNMAPS,
+	TDEXP_INVALIDATIONS,
+	TDEXP_MIGRATIONS,
+	TDEXP_FENCES_WAITED,
+	TDEXP_STALE_DMA,
+	TDEXP_NR_COUNTERS,
+};
+
+struct tdexp_counters {
+	atomic64_t c[TDEXP_NR_COUNTERS];
+};
+
+struct tdexp_buffer {
+	struct dma_buf *dmabuf;
+	/* The current backing: written under the resv lock and @lock. */
+	struct tdexp_backing *backing;
+	/* Serialises CPU faults against a migration. */
+	struct mutex lock;
+	struct tdexp_counters cnt;
+};
+
+/* Totals over every buffer made since the module was loaded. */
+static struct tdexp_counters tdexp_total;
+static DECLARE_WAIT_QUEUE_HEAD(tdexp_wq);
+static const struct dma_buf_ops tdexp_dmabuf_ops;
+
+static void tdexp_count(struct tdexp_buffer *buf, enum tdexp_counter c,
+			s64 n)
+{
+	atomic64_add(n, &buf->cnt.c[c]);
+	atomic64_add(n, &tdexp_total.c[c]);
+}
+
+/* Only for the live counts: wake who waits for them to drop. */
+static void tdexp_uncount(struct tdexp_buffer *buf, enum tdexp_counter c)
+{
+	atomic64_dec(&buf->cnt.c[c]);
+	atomic64_dec(&tdexp_total.c[c]);
+	wake_up_all(&tdexp_wq);
+}
+
+static s64 tdexp_read(struct tdexp_counters *cnt, enum tdexp_counter c)
+{
+	return atomic64_read(&cnt->c[c]);
+}
+
+static void tdexp_backing_free_pages(struct tdexp_backing *bk)
+{
+	unsigned long i;
+
+	for (i = 0; i < bk->nr_pages; i++)
+		if (bk->pages[i])
+			__free_page(bk->pages[i]);
+	kfree(bk);
+}
+
+static struct tdexp_backing *tdexp_backing_alloc(struct tdexp_buffer *buf,
+						 unsigned long nr_pages)
+{
+	struct tdexp_backing *bk;
+	unsigned long i;
+
+	bk = kzalloc_flex(*bk, pages, nr_pages);
+	if (!bk)
+		return NULL;
+	bk->nr_pages = nr_pages;
+	kref_init(&bk->kref);
+	bk->buf = buf;
+
+	/* One at a time: importers see scattered pages, as in real life. */
+	for (i = 0; i < nr_pages; i++) {
+		bk->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!bk->pages[i]) {
+			tdexp_backing_free_pages(bk);
+			return NULL;
+		}
+	}
+	return bk;
+}
+
+static bool tdexp_page_is_poison(struct page *page)
+{
+	u8 *p = kmap_local_page(page);
+	bool poison = !memchr_inv(p, TEST_DMABUF_EXP_POISON, PAGE_SIZE);
+
+	kunmap_local(p);
+	return poison;
+}
+
+static void tdexp_backing_release(struct kref *kref)
+{
+	struct tdexp_backing *bk = container_of(kref, struct tdexp_backing,
+						kref);
+	unsigned long i, stale = 0;
+
+	/*
+	 * Retired pages were poisoned after every fence of the buffer had
+	 * signalled: the importers promised that no DMA writes them after
+	 * that.
+	 */
+	if (bk->retired) {
+		for (i = 0; i < bk->nr_pages; i++)
+			if (!tdexp_page_is_poison(bk->pages[i]))
+				stale++;
+	}
+	if (stale) {
+		pr_err("%lu of %lu migrated-away pages written after the move\n",
+		       stale, bk->nr_pages);
+		tdexp_count(bk->buf, TDEXP_STALE_DMA, stale);
+	}
+	tdexp_backing_free_pages(bk);
+}
+
+static void tdexp_backing_put(struct tdexp_backing *bk)
+{
+	kref_put(&bk->kref, tdexp_backing_release);
+}
+
+/* A mapping: the table handed to the importer and the pages it maps. */
+struct tdexp_map {
+	struct sg_table sgt;
+	struct tdexp_backing *backing;
+};
+
+static int tdexp_attach(struct dma_buf *dmabuf,
+			struct dma_buf_attachment *attach)
+{
+	tdexp_count((struct tdexp_buffer *)dmabuf->priv, TDEXP_ATTACHMENTS, 1);
+	return 0;
+}
+
+static void tdexp_detach(struct dma_buf *dmabuf,
+			 struct dma_buf_attachment *attach)
+{
+	struct tdexp_buffer *buf = dmabuf->priv;
+
+	tdexp_uncount(buf, TDEXP_ATTACHMENTS);
+}
+
+/* Pinned importers keep the pages where they are: see tdexp_move(). */
+static int tdexp_pin(struct dma_buf_attachment *attach)
+{
+	tdexp_count((struct tdexp_buffer *)attach->dmabuf->priv, TDEXP_PINS, 1);
+	return 0;
+}
+
+static void tdexp_unpin(struct dma_buf_attachment *attach)
+{
+	struct tdexp_buffer *buf = attach->dmabuf->priv;
+
+	tdexp_uncount(buf, TDEXP_PINS);
+}
+
+static struct sg_table *tdexp_map_dma_buf(struct dma_buf_attachment *attach,
+					  enum dma_data_direction dir)
+{
+	struct tdexp_buffer *buf = attach->dmabuf->priv;
+	struct tdexp_backing *bk = buf->backing;
+	struct scatterlist *sg;
+	struct tdexp_map *map;
+	unsigned long i;
+	int ret;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+
+	map = kzalloc_obj(*map);
+	if (!map)
+		return ERR_PTR(-ENOMEM);
+
+	/* One entry per page; the DMA layer may merge them. */
+	ret = sg_alloc_table(&map->sgt, bk->nr_pages, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	for_each_sgtable_sg(&map->sgt, sg, i)
+		sg_set_page(sg, bk->pages[i], PAGE_SIZE, 0);
+
+	ret = dma_map_sgtable(attach->dev, &map->sgt, dir, 0);
+	if (ret)
+		goto err_table;
+
+	kref_get(&bk->kref);
+	map->backing = bk;
+	tdexp_count(buf, TDEXP_MAPS, 1);
+	return &map->sgt;
+
+err_table:
+	sg_free_table(&map->sgt);
+err_free:
+	kfree(map);
+	return ERR_PTR(ret);
+}
+
+static void tdexp_unmap_dma_buf(struct dma_buf_attachment *attach,
+				struct sg_table *sgt,
+				enum dma_data_direction dir)
+{
+	struct tdexp_map *map = container_of(sgt, struct tdexp_map, sgt);
+	struct tdexp_buffer *buf = attach->dmabuf->priv;
+
+	/*
+	 * Retired pages hold poison, not data: no bounce buffer may copy
+	 * back over them (the importer's last sync for the CPU did already).
+	 */
+	dma_unmap_sgtable(attach->dev, sgt, dir,
+			  map->backing->retired ? DMA_ATTR_SKIP_CPU_SYNC : 0);
+	sg_free_table(sgt);
+	tdexp_backing_put(map->backing);
+	kfree(map);
+	tdexp_count(buf, TDEXP_UNMAPS, 1);
+	wake_up_all(&tdexp_wq);
+}
+
+static void tdexp_release(struct dma_buf *dmabuf)
+{
+	struct tdexp_buffer *buf = dmabuf->priv;
+
+	tdexp_backing_put(buf->backing);
+	mutex_destroy(&buf->lock);
+	atomic64_dec(&tdexp_total.c[TDEXP_BUFFERS]);
+	kfree(buf);
+	wake_up_all(&tdexp_wq);
+}
+
+static vm_fault_t tdexp_vm_fault(struct vm_fault *vmf)
+{
+	struct tdexp_buffer *buf = vmf->vma->vm_private_data;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	/* A migration zaps the user mappings; fault in the new pages. */
+	mutex_lock(&buf->lock);
+	if (vmf->pgoff < buf->backing->nr_pages)
+		ret = vmf_insert_pfn(vmf->vma, vmf->address,
+				     page_to_pfn(buf->backing->pages[vmf->pgoff]));
+	mutex_unlock(&buf->lock);
+	return ret;
+}
+
+static const struct vm_operations_struct tdexp_vm_ops = {
+	.fault = tdexp_vm_fault,
+};
+
+static int tdexp_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
+{
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	vma->vm_ops = &tdexp_vm_ops;
+	vma->vm_private_data = dmabuf->priv;
+	vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	return 0;
+}
+
+/*
+ * No begin/end_cpu_access: the CPU maps the pages themselves, so what it
+ * reads is what is in memory, never a copy that DMA syncs would refresh.
+ */
+static const struct dma_buf_ops tdexp_dmabuf_ops = {
+	.attach = tdexp_attach,
+	.detach = tdexp_detach,
+	.pin = tdexp_pin,
+	.unpin = tdexp_unpin,
+	.map_dma_buf = tdexp_map_dma_buf,
+	.unmap_dma_buf = tdexp_unmap_dma_buf,
+	.release = tdexp_release,
+	.mmap = tdexp_mmap,
+};
+
+static long tdexp_create(struct test_dmabuf_exp_create __user *uarg)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
+	struct test_dmabuf_exp_create arg;
+	struct tdexp_buffer *buf;
+	struct dma_buf *dmabuf;
+	int fd;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~TEST_DMABUF_EXP_CLOEXEC)
+		return -EINVAL;
+	if (!arg.size || arg.size > TDEXP_MAX_SIZE)
+		return -EINVAL;
+
+	buf = kzalloc_obj(*buf);
+	if (!buf)
+		return -ENOMEM;
+	mutex_init(&buf->lock);
+	buf->backing = tdexp_backing_alloc(buf, DIV_ROUND_UP(arg.size,
+							     PAGE_SIZE));
+	if (!buf->backing) {
+		kfree(buf);
+		return -ENOMEM;
+	}
+
+	exp_info.ops = &tdexp_dmabuf_ops;
+	exp_info.size = arg.size;
+	exp_info.flags = O_RDWR;
+	exp_info.priv = buf;
+	dmabuf = dma_buf_export(&exp_info);
+	if (IS_ERR(dmabuf)) {
+		tdexp_backing_put(buf->backing);
+		kfree(buf);
+		return PTR_ERR(dmabuf);
+	}
+	buf->dmabuf = dmabuf;
+	tdexp_count(buf, TDEXP_BUFFERS, 1);
+
+	fd = dma_buf_fd(dmabuf, arg.flags & TEST_DMABUF_EXP_CLOEXEC ?
+				O_CLOEXEC : 0);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	arg.fd = fd;
+	if (copy_to_user(&uarg->fd, &arg.fd, sizeof(arg.fd))) {
+		/* The fd is installed: user space owns it now. */
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* The dma-buf behind @fd if this exporter made it, with a reference. */
+static struct dma_buf *tdexp_get(int fd)
+{
+	struct dma_buf *dmabuf = dma_buf_get(fd);
+
+	if (IS_ERR(dmabuf))
+		return dmabuf;
+	if (dmabuf->ops != &tdexp_dmabuf_ops) {
+		dma_buf_put(dmabuf);
+		return ERR_PTR(-EINVAL);
+	}
+	return dmabuf;
+}
+
+static unsigned long tdexp_timeout(u32 timeout_ms)
+{
+	return msecs_to_jiffies(timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);
+}
+
+/* Copy the pages to a new backing; the old one is poisoned and retired. */
+static int tdexp_migrate(struct tdexp_buffer *buf)
+{
+	struct tdexp_backing *old = buf->backing, *new;
+	unsigned long i;
+
+	new = tdexp_backing_alloc(buf, old->nr_pages);
+	if (!new)
+		return -ENOMEM;
+
+	mutex_lock(&buf->lock);
+	/* CPU mappings fault again, and then see only the new pages. */
+	unmap_mapping_range(buf->dmabuf->file->f_mapping, 0, 0, 1);
+	for (i = 0; i < old->nr_pages; i++) {
+		copy_highpage(new->pages[i], old->pages[i]);
+		memset_page(old->pages[i], 0, TEST_DMABUF_EXP_POISON,
+			    PAGE_SIZE);
+	}
+	old->retired = true;
+	buf->backing = new;
+	mutex_unlock(&buf->lock);
+
+	tdexp_count(buf, TDEXP_MIGRATIONS, 1);
+	tdexp_backing_put(old);
+	return 0;
+}
+
+static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
+{
+	struct test_dmabuf_exp_move arg;
+	struct dma_resv_iter cursor;
+	struct tdexp_buffer *buf;
+	struct dma_buf *dmabuf;
+	struct dma_fence *fence;
+	u32 unsignalled = 0;
+	long ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~TEST_DMABUF_EXP_MIGRATE)
+		return -EINVAL;
+
+	dmabuf = tdexp_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	buf = dmabuf->priv;
+
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		goto out_put;
+
+	if ((arg.flags & TEST_DMABUF_EXP_MIGRATE) &&
+	    tdexp_read(&buf->cnt, TDEXP_PINS)) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+
+	dma_buf_invalidate_mappings(dmabuf);
+	tdexp_count(buf, TDEXP_INVALIDATIONS, 1);
+
+	/* Importers publish a fence per mapping still in use: wait for all. */
+	dma_resv_for_each_fence(&cursor, dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP,
+				fence)
+		if (!dma_fence_is_signaled(fence))
+			unsignalled++;
+	tdexp_count(buf, TDEXP_FENCES_WAITED, unsignalled);
+
+	ret = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP,
+				    true, tdexp_timeout(arg.timeout_ms));
+	if (ret == 0) {
+		pr_err("fences of an invalidated dma-buf did not signal in %u ms\n",
+		       arg.timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);
+		ret = -ETIMEDOUT;
+		goto out_unlock;
+	}
+	if (ret < 0)
+		goto out_unlock;
+
+	ret = 0;
+	if (arg.flags & TEST_DMABUF_EXP_MIGRATE)
+		ret = tdexp_migrate(buf);
+
+out_unlock:
+	dma_resv_unlock(dmabuf->resv);
+out_put:
+	dma_buf_put(dmabuf);
+	if (!ret && put_user(unsignalled, &uarg->fences))
+		ret = -EFAULT;
+	return ret;
+}
+
+static void tdexp_read_counters(struct test_dmabuf_exp_counters *out,
+				struct tdexp_counters *cnt)
+{
+	out->buffers = tdexp_read(cnt, TDEXP_BUFFERS);
+	out->attachments = tdexp_read(cnt, TDEXP_ATTACHMENTS);
+	out->pins = tdexp_read(cnt, TDEXP_PINS);
+	out->maps = tdexp_read(cnt, TDEXP_MAPS);
+	out->unmaps = tdexp_read(cnt, TDEXP_UNMAPS);
+	out->invalidations = tdexp_read(cnt, TDEXP_INVALIDATIONS);
+	out->migrations = tdexp_read(cnt, TDEXP_MIGRATIONS);
+	out->fences_waited = tdexp_read(cnt, TDEXP_FENCES_WAITED);
+	out->stale_dma = tdexp_read(cnt, TDEXP_STALE_DMA);
+}
+
+static long tdexp_counters(struct test_dmabuf_exp_counters __user *uarg)
+{
+	struct test_dmabuf_exp_counters arg;
+	struct dma_buf *dmabuf;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad)
+		return -EINVAL;
+
+	if (arg.fd == -1) {
+		tdexp_read_counters(&arg, &tdexp_total);
+	} else {
+		dmabuf = tdexp_get(arg.fd);
+		if (IS_ERR(dmabuf))
+			return PTR_ERR(dmabuf);
+		tdexp_read_counters(&arg, &((struct tdexp_buffer *)dmabuf->priv)->cnt);
+		dma_buf_put(dmabuf);
+	}
+	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+static bool tdexp_settled(struct tdexp_counters *cnt, u32 flags,
+			  u32 buffers)
+{
+	if ((flags & TEST_DMABUF_EXP_UNMAPPED) &&
+	    tdexp_read(cnt, TDEXP_MAPS) != tdexp_read(cnt, TDEXP_UNMAPS))
+		return false;
+	if ((flags & TEST_DMABUF_EXP_DETACHED) &&
+	    tdexp_read(cnt, TDEXP_ATTACHMENTS))
+		return false;
+	if ((flags & TEST_DMABUF_EXP_RELEASED) &&
+	    tdexp_read(cnt, TDEXP_BUFFERS) > buffers)
+		return false;
+	return true;
+}
+
+static long tdexp_wait(struct test_dmabuf_exp_wait __user *uarg)
+{
+	const u32 all = TEST_DMABUF_EXP_UNMAPPED | TEST_DMABUF_EXP_DETACHED |
+			TEST_DMABUF_EXP_RELEASED;
+	struct test_dmabuf_exp_wait arg;
+	struct dma_buf *dmabuf = NULL;
+	struct tdexp_counters *cnt;
+	long ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (!arg.flags || (arg.flags & ~all))
+		return -EINVAL;
+	if (arg.buffers && !(arg.flags & TEST_DMABUF_EXP_RELEASED))
+		return -EINVAL;
+
+	if (arg.fd == -1) {
+		cnt = &tdexp_total;
+	} else {
+		/* Our own reference keeps one buffer from being released. */
+		if (arg.flags & TEST_DMABUF_EXP_RELEASED)
+			return -EINVAL;
+		dmabuf = tdexp_get(arg.fd);
+		if (IS_ERR(dmabuf))
+			return PTR_ERR(dmabuf);
+		cnt = &((struct tdexp_buffer *)dmabuf->priv)->cnt;
+	}
+
+	ret = wait_event_interruptible_timeout(tdexp_wq,
+					       tdexp_settled(cnt, arg.flags,
+							     arg.buffers),
+					       tdexp_timeout(arg.timeout_ms));
+	if (dmabuf)
+		dma_buf_put(dmabuf);
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -ETIMEDOUT;
+}
+
+static long tdexp_ioctl(struct file *file, unsigned int cmd,
+			unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case TEST_DMABUF_EXP_IOC_CREATE:
+		return tdexp_create(uarg);
+	case TEST_DMABUF_EXP_IOC_MOVE:
+		return tdexp_move(uarg);
+	case TEST_DMABUF_EXP_IOC_COUNTERS:
+		return tdexp_counters(uarg);
+	case TEST_DMABUF_EXP_IOC_WAIT:
+		return tdexp_wait(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations tdexp_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = tdexp_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice tdexp_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "test_dmabuf_exporter",
+	.fops = &tdexp_fops,
+};
+module_misc_device(tdexp_misc);
+
+MODULE_DESCRIPTION("Test dma-buf exporter that invalidates and migrates");
+MODULE_LICENSE("GPL");
+MODULE_IMPORT_NS("DMA_BUF");
