@@ -16,7 +16,8 @@ usage: $0 [options]
 
   --revision DIR   revision of the series to test (format-patch files and
                    a series file); default: kernel/series/rfc-v2.1
-  --iommu MODE     strict (default), lazy, passthrough or off
+  --iommu MODE     strict (default), lazy, passthrough, off, or swiotlb
+                   (no IOMMU, every DMA mapping bounced: swiotlb=force)
   --timeout SECS   hard limit for the guest run (default 900)
   --tests ARGS     arguments for the guest's run_kselftest.sh, comma
                    separated (e.g. -t,dmabuf-rw:dmabuf_rw_smoke)
@@ -54,8 +55,8 @@ while (($#)); do
 	esac
 done
 case $iommu in
-strict|lazy|passthrough|off) ;;
-*) die "--iommu must be strict, lazy, passthrough or off (got $iommu)" ;;
+strict|lazy|passthrough|off|swiotlb) ;;
+*) die "--iommu must be strict, lazy, passthrough, off or swiotlb (got $iommu)" ;;
 esac
 [[ -d "$revision" ]] || die "revision directory not found: $revision"
 revision=$(cd "$revision" && pwd)
