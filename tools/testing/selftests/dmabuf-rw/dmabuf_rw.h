@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers for the dmabuf read/write via io_uring selftests: udmabuf
- * creation and CPU access, registration of a dma-buf as a fixed buffer,
+ * Helpers for the dmabuf read/write via io_uring selftests: dma-bufs from
+ * udmabuf and from the test exporter, CPU access, the test exporter's
+ * invalidation and counters, registration of a dma-buf as a fixed buffer,
  * one-shot READ_FIXED/WRITE_FIXED, and a position-dependent data pattern.
  *
  * All helpers return a negative errno on failure and never call into the
@@ -32,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -97,75 +99,265 @@ static inline int dmabuf_rw_ring_init(struct io_uring *ring,
 static_assert(sizeof(struct io_uring_reg_buffer) == 16,
 	      "unexpected struct io_uring_reg_buffer layout");
 
-struct dmabuf_rw_udmabuf {
-	int memfd;
+/*
+ * The test exporter's uapi, from the tree under test (lib/, like
+ * hmm-tests.c takes test_hmm_uapi.h).
+ */
+#include "../../../../lib/test_dmabuf_exporter_uapi.h"
+
+#define TEST_DMABUF_EXP_DEV	"/dev/test_dmabuf_exporter"
+
+/*
+ * Where the dma-buf comes from: udmabuf (pinned pages of a memfd, never
+ * invalidated) or the test exporter (lib/test_dmabuf_exporter.c: pages it
+ * can invalidate and migrate on request).
+ */
+enum dmabuf_rw_exporter {
+	DMABUF_RW_UDMABUF,
+	DMABUF_RW_TEST_EXPORTER,
+	DMABUF_RW_NR_EXPORTERS
+};
+
+/* Why a test that needs @exp skips when it is missing. */
+static inline const char *dmabuf_rw_exporter_missing(enum dmabuf_rw_exporter exp)
+{
+	return exp == DMABUF_RW_UDMABUF ?
+	       "no /dev/udmabuf (CONFIG_UDMABUF)" :
+	       "no " TEST_DMABUF_EXP_DEV " (CONFIG_TEST_DMABUF_EXPORTER)";
+}
+
+struct dmabuf_rw_buf {
+	enum dmabuf_rw_exporter exporter;
+	int memfd;	/* udmabuf only: the memfd behind it */
 	int fd;		/* the dma-buf */
 	void *map;	/* CPU mapping of the dma-buf, size bytes */
 	size_t size;
 };
 
-static inline void udmabuf_destroy(struct dmabuf_rw_udmabuf *ub)
+/* A buffer that dmabuf_rw_buf_destroy() can be called on. */
+static inline void dmabuf_rw_buf_init(struct dmabuf_rw_buf *buf)
 {
-	if (ub->map && ub->map != MAP_FAILED)
-		munmap(ub->map, ub->size);
-	if (ub->fd >= 0)
-		close(ub->fd);
-	if (ub->memfd >= 0)
-		close(ub->memfd);
-	ub->map = NULL;
-	ub->fd = -1;
-	ub->memfd = -1;
+	buf->memfd = -1;
+	buf->fd = -1;
+	buf->map = NULL;
+	buf->size = 0;
+}
+
+static inline void dmabuf_rw_buf_destroy(struct dmabuf_rw_buf *buf)
+{
+	if (buf->map && buf->map != MAP_FAILED)
+		munmap(buf->map, buf->size);
+	if (buf->fd >= 0)
+		close(buf->fd);
+	if (buf->memfd >= 0)
+		close(buf->memfd);
+	dmabuf_rw_buf_init(buf);
 }
 
 /*
- * Create a udmabuf of @size bytes (a multiple of the page size) backed by a
- * sealed memfd, and map it for CPU access. Returns 0 or a negative errno;
- * -ENOENT means there is no /dev/udmabuf (CONFIG_UDMABUF).
+ * A udmabuf of @size bytes (a multiple of the page size) backed by a
+ * sealed memfd, in @buf->memfd and @buf->fd. Returns 0 or a negative
+ * errno; -ENOENT means there is no /dev/udmabuf.
  */
-static inline int udmabuf_create(struct dmabuf_rw_udmabuf *ub, size_t size)
+static inline int udmabuf_create(struct dmabuf_rw_buf *buf, size_t size)
 {
 	struct udmabuf_create create = {
 		.flags = UDMABUF_FLAGS_CLOEXEC,
 		.offset = 0,
 		.size = size,
 	};
-	int devfd, ret;
-
-	ub->memfd = -1;
-	ub->fd = -1;
-	ub->map = NULL;
-	ub->size = size;
+	int devfd, ret = 0;
 
 	devfd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	if (devfd < 0)
 		return -errno;
 
-	ub->memfd = memfd_create("dmabuf-rw", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-	if (ub->memfd < 0)
-		goto err;
-	if (ftruncate(ub->memfd, size))
-		goto err;
-	/* udmabuf refuses a memfd whose pages could go away under it. */
-	if (fcntl(ub->memfd, F_ADD_SEALS, F_SEAL_SHRINK))
-		goto err;
-
-	create.memfd = ub->memfd;
-	ub->fd = ioctl(devfd, UDMABUF_CREATE, &create);
-	if (ub->fd < 0)
-		goto err;
-
-	ub->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       ub->fd, 0);
-	if (ub->map == MAP_FAILED)
-		goto err;
-
-	close(devfd);
-	return 0;
-err:
-	ret = -errno;
-	udmabuf_destroy(ub);
+	buf->memfd = memfd_create("dmabuf-rw", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (buf->memfd < 0 || ftruncate(buf->memfd, size) ||
+	    /* udmabuf refuses a memfd whose pages could go away under it. */
+	    fcntl(buf->memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		ret = -errno;
+	} else {
+		create.memfd = buf->memfd;
+		buf->fd = ioctl(devfd, UDMABUF_CREATE, &create);
+		if (buf->fd < 0)
+			ret = -errno;
+	}
 	close(devfd);
 	return ret;
+}
+
+/*
+ * An ioctl on the test exporter's device. Returns 0 or a negative errno;
+ * -ENOENT means there is no test exporter.
+ */
+static inline int test_dmabuf_exp_ioctl(unsigned long cmd, void *arg)
+{
+	int devfd, ret = 0;
+
+	devfd = open(TEST_DMABUF_EXP_DEV, O_RDWR | O_CLOEXEC);
+	if (devfd < 0)
+		return -errno;
+	if (ioctl(devfd, cmd, arg))
+		ret = -errno;
+	close(devfd);
+	return ret;
+}
+
+/* A test-exporter dma-buf of @size bytes. Returns its fd or -errno. */
+static inline int test_dmabuf_exp_create(size_t size)
+{
+	struct test_dmabuf_exp_create create = {
+		.size = size,
+		.flags = TEST_DMABUF_EXP_CLOEXEC,
+	};
+	int ret;
+
+	ret = test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_CREATE, &create);
+	return ret ? ret : create.fd;
+}
+
+/*
+ * Invalidate every importer's mappings of @dmabuf_fd and wait for their
+ * fences; with TEST_DMABUF_EXP_MIGRATE in @flags, also move the contents
+ * to new pages. Returns 0 or a negative errno.
+ */
+static inline int test_dmabuf_exp_move(int dmabuf_fd, __u32 flags)
+{
+	struct test_dmabuf_exp_move move = {
+		.fd = dmabuf_fd,
+		.flags = flags,
+	};
+
+	return test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_MOVE, &move);
+}
+
+/* The counters of @dmabuf_fd, or of the whole exporter for -1. */
+static inline int test_dmabuf_exp_counters(int dmabuf_fd,
+					   struct test_dmabuf_exp_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = dmabuf_fd;
+	return test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_COUNTERS, c);
+}
+
+/*
+ * Wait, up to the exporter's default 10 s, for importers to drop what
+ * @flags names (TEST_DMABUF_EXP_UNMAPPED, _DETACHED, _RELEASED): they may
+ * do it from a workqueue after the call that ended their use returned.
+ * Returns 0 or a negative errno (-ETIMEDOUT: they did not).
+ */
+static inline int test_dmabuf_exp_wait(int dmabuf_fd, __u32 flags)
+{
+	struct test_dmabuf_exp_wait wait = {
+		.fd = dmabuf_fd,
+		.flags = flags,
+	};
+
+	return test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_WAIT, &wait);
+}
+
+/*
+ * Once nothing uses @dmabuf_fd any more: wait for its importers to unmap
+ * and detach, and check its counters in @c. Returns 0 when no mapping,
+ * attachment or pin is left and no retired page was written by DMA after
+ * its invalidation; -EBUSY when something is left; another negative
+ * errno when the exporter could not tell (-ETIMEDOUT: still mapped or
+ * attached after 10 s).
+ */
+static inline int test_dmabuf_exp_settle(int dmabuf_fd,
+					 struct test_dmabuf_exp_counters *c)
+{
+	int ret;
+
+	ret = test_dmabuf_exp_wait(dmabuf_fd, TEST_DMABUF_EXP_UNMAPPED |
+				   TEST_DMABUF_EXP_DETACHED);
+	if (test_dmabuf_exp_counters(dmabuf_fd, c))
+		return ret ? ret : -EIO;
+	if (ret)
+		return ret;
+	if (c->maps != c->unmaps || c->attachments || c->pins || c->stale_dma)
+		return -EBUSY;
+	return 0;
+}
+
+#define DMABUF_RW_COUNTERS_STR	256
+
+/* @c as text in @buf, for a test's log. */
+static inline const char *test_dmabuf_exp_str(const struct test_dmabuf_exp_counters *c,
+					      char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%llu attachments, %llu pins, %llu maps, %llu unmaps, %llu invalidations, %llu migrations, %llu stale DMA pages",
+		 (unsigned long long)c->attachments,
+		 (unsigned long long)c->pins,
+		 (unsigned long long)c->maps, (unsigned long long)c->unmaps,
+		 (unsigned long long)c->invalidations,
+		 (unsigned long long)c->migrations,
+		 (unsigned long long)c->stale_dma);
+	return buf;
+}
+
+/*
+ * Create a dma-buf of @size bytes (a multiple of the page size) from
+ * @exporter and map it for CPU access. Returns 0 or a negative errno;
+ * -ENOENT means the exporter is missing (see dmabuf_rw_exporter_missing()).
+ */
+static inline int dmabuf_rw_buf_create(struct dmabuf_rw_buf *buf,
+				       enum dmabuf_rw_exporter exporter,
+				       size_t size)
+{
+	int ret;
+
+	dmabuf_rw_buf_init(buf);
+	buf->exporter = exporter;
+	buf->size = size;
+
+	if (exporter == DMABUF_RW_UDMABUF) {
+		ret = udmabuf_create(buf, size);
+	} else {
+		buf->fd = test_dmabuf_exp_create(size);
+		ret = buf->fd < 0 ? buf->fd : 0;
+	}
+	if (ret)
+		goto err;
+
+	buf->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			buf->fd, 0);
+	if (buf->map == MAP_FAILED) {
+		ret = -errno;
+		goto err;
+	}
+	return 0;
+err:
+	dmabuf_rw_buf_destroy(buf);
+	return ret;
+}
+
+/*
+ * Whether the kernel bounces every DMA mapping (swiotlb=force). udmabuf's
+ * begin/end_cpu_access sync a mapping of its own, for its misc device;
+ * bounced, that sync copies the bounce buffer's stale bytes over what an
+ * importer's device wrote, so CPU checks of a udmabuf's contents cannot
+ * work there.
+ */
+static inline bool dmabuf_rw_swiotlb_forced(void)
+{
+	char cmdline[4096];
+	bool forced = false;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, cmdline, sizeof(cmdline) - 1);
+	if (n > 0) {
+		cmdline[n] = '\0';
+		forced = !!strstr(cmdline, "swiotlb=force");
+	}
+	close(fd);
+	return forced;
 }
 
 /*
@@ -242,31 +434,15 @@ static inline int dmabuf_rw_register_dmabuf(struct io_uring *ring,
 }
 
 /*
- * Submit one READ_FIXED (@write false) or WRITE_FIXED of @len bytes between
- * offset @buf_off of registered buffer @buf_index and offset @dev_off of
- * @fd, and wait for its completion. Returns cqe->res. Errors of the ring
- * itself are returned as a negative errno too; they do not happen on a
- * healthy ring with nothing else in flight.
+ * Submit the one SQE that was prepared on @ring and wait for its
+ * completion. Returns cqe->res. Errors of the ring itself are returned as
+ * a negative errno too; they do not happen on a healthy ring with nothing
+ * else in flight.
  */
-static inline int dmabuf_rw_fixed_io(struct io_uring *ring, bool write,
-				     int fd, int buf_index, __u64 buf_off,
-				     unsigned int len, __u64 dev_off)
+static inline int dmabuf_rw_submit_one(struct io_uring *ring)
 {
-	/* For a dma-buf buffer the address is the offset into it. */
-	void *addr = (void *)(uintptr_t)buf_off;
 	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
 	int ret;
-
-	sqe = io_uring_get_sqe(ring);
-	if (!sqe)
-		return -EBUSY;
-	if (write)
-		io_uring_prep_write_fixed(sqe, fd, addr, len, dev_off,
-					  buf_index);
-	else
-		io_uring_prep_read_fixed(sqe, fd, addr, len, dev_off,
-					 buf_index);
 
 	ret = io_uring_submit(ring);
 	if (ret < 0)
@@ -280,6 +456,32 @@ static inline int dmabuf_rw_fixed_io(struct io_uring *ring, bool write,
 	ret = cqe->res;
 	io_uring_cqe_seen(ring, cqe);
 	return ret;
+}
+
+/*
+ * Submit one READ_FIXED (@write false) or WRITE_FIXED of @len bytes between
+ * offset @buf_off of registered buffer @buf_index and offset @dev_off of
+ * @fd, and wait for its completion. Returns cqe->res, as
+ * dmabuf_rw_submit_one().
+ */
+static inline int dmabuf_rw_fixed_io(struct io_uring *ring, bool write,
+				     int fd, int buf_index, __u64 buf_off,
+				     unsigned int len, __u64 dev_off)
+{
+	/* For a dma-buf buffer the address is the offset into it. */
+	void *addr = (void *)(uintptr_t)buf_off;
+	struct io_uring_sqe *sqe;
+
+	sqe = io_uring_get_sqe(ring);
+	if (!sqe)
+		return -EBUSY;
+	if (write)
+		io_uring_prep_write_fixed(sqe, fd, addr, len, dev_off,
+					  buf_index);
+	else
+		io_uring_prep_read_fixed(sqe, fd, addr, len, dev_off,
+					 buf_index);
+	return dmabuf_rw_submit_one(ring);
 }
 
 /*

@@ -2,8 +2,13 @@
 /*
  * Smoke test for dma-buf backed io_uring fixed buffers: data written to a
  * block device through the normal O_DIRECT path reads back correctly into a
- * registered udmabuf with READ_FIXED, and data written from the udmabuf
+ * registered dma-buf with READ_FIXED, and data written from the dma-buf
  * with WRITE_FIXED reads back correctly through the normal path.
+ *
+ * The dma-buf comes from udmabuf or from the test exporter; with the test
+ * exporter, the mapping is invalidated, or the buffer migrated to new
+ * pages, between the two rounds of each test, and the exporter's counters
+ * show that the importer mapped again and dropped everything at the end.
  *
  * The block device is DMABUF_RW_DEV (default /dev/nvme0n1). The test
  * overwrites its bytes from 1 MiB - 4 KiB to 1 MiB + 256 KiB + 4 KiB.
@@ -23,7 +28,6 @@
  */
 #define DMABUF_SIZE		(256 * 1024)
 #define NR_BUF_SLOTS		4
-#define DMABUF_SLOT		0
 
 /*
  * Every transfer targets DMABUF_RW_DEV_OFFSET on the device, between two
@@ -54,13 +58,38 @@
 #define ROUND_SALT(salt, round)	((salt) ^ ((__u64)(round) << 32))
 #define ROUND_POISON(round)	(POISON_DMABUF ^ (round))
 
+/* What the test exporter does between the two rounds of a test. */
+enum between_rounds {
+	KEEP,		/* nothing: the second round reuses the mapping */
+	INVALIDATE,	/* move_notify: the second round must map again */
+	MIGRATE,	/* move_notify and new pages: a stale map shows */
+};
+
+/* One test's transfer: where from, where to, how much. */
+struct xfer {
+	struct io_uring *ring;
+	int dev_fd;
+	__u8 *plain;
+	__u8 *expect;
+	const struct dmabuf_rw_buf *dbuf;
+	unsigned int slot;
+	size_t off;
+	size_t len;
+};
+
 FIXTURE(dmabuf_rw) {
 	const char *dev_path;
 	int dev_fd;
 	struct io_uring ring;
 	bool ring_ready;
 	bool buffers_registered;
-	struct dmabuf_rw_udmabuf ubuf;
+	/*
+	 * One dma-buf per exporter, registered in the slot of the same
+	 * number, and the transfer through it; fd -1 when this kernel does
+	 * not have the exporter.
+	 */
+	struct dmabuf_rw_buf dbuf[DMABUF_RW_NR_EXPORTERS];
+	struct xfer xfer[DMABUF_RW_NR_EXPORTERS];
 	/* Normal-path O_DIRECT buffer: guard | data | guard. */
 	__u8 *plain;
 	/* Scratch for expected contents. */
@@ -114,12 +143,13 @@ FIXTURE_VARIANT_ADD(dmabuf_rw, off128k_len128k) {
 
 FIXTURE_SETUP(dmabuf_rw)
 {
+	unsigned int i;
 	__u64 dev_size;
 	int lbs, ret;
 
 	self->dev_fd = -1;
-	self->ubuf.fd = -1;
-	self->ubuf.memfd = -1;
+	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++)
+		dmabuf_rw_buf_init(&self->dbuf[i]);
 
 	self->dev_path = dmabuf_rw_dev_path();
 	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
@@ -146,34 +176,66 @@ FIXTURE_SETUP(dmabuf_rw)
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
 	self->ring_ready = true;
 
-	ret = udmabuf_create(&self->ubuf, DMABUF_SIZE);
-	if (ret == -ENOENT)
-		SKIP(return, "no /dev/udmabuf (CONFIG_UDMABUF)");
-	ASSERT_EQ(0, ret) TH_LOG("udmabuf_create: %s", strerror(-ret));
-
 	ret = io_uring_register_buffers_sparse(&self->ring, NR_BUF_SLOTS);
 	ASSERT_EQ(0, ret)
 		TH_LOG("io_uring_register_buffers_sparse: %s", strerror(-ret));
 	self->buffers_registered = true;
 
-	ret = dmabuf_rw_register_dmabuf(&self->ring, DMABUF_SLOT,
-					self->dev_fd, self->ubuf.fd);
-	ASSERT_EQ(1, ret)
-		TH_LOG("registering the dma-buf with IORING_RSRC_F_EXTENDED_UPDATE: %s",
-		       ret < 0 ? strerror(-ret) : "no slot updated");
-
 	ASSERT_EQ(0, posix_memalign((void **)&self->plain, 4096, REGION_MAX));
 	self->expect = malloc(REGION_MAX);
 	ASSERT_NE(NULL, self->expect);
+
+	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++) {
+		self->xfer[i] = (struct xfer) {
+			.ring = &self->ring,
+			.dev_fd = self->dev_fd,
+			.plain = self->plain,
+			.expect = self->expect,
+			.dbuf = &self->dbuf[i],
+			.slot = i,
+			.off = variant->buf_offset,
+			.len = variant->len,
+		};
+		ret = dmabuf_rw_buf_create(&self->dbuf[i], i, DMABUF_SIZE);
+		if (ret == -ENOENT)
+			continue;	/* the tests that need it skip */
+		ASSERT_EQ(0, ret)
+			TH_LOG("creating the dma-buf: %s", strerror(-ret));
+
+		ret = dmabuf_rw_register_dmabuf(&self->ring, i, self->dev_fd,
+						self->dbuf[i].fd);
+		ASSERT_EQ(1, ret)
+			TH_LOG("registering the dma-buf with IORING_RSRC_F_EXTENDED_UPDATE: %s",
+			       ret < 0 ? strerror(-ret) : "no slot updated");
+	}
 }
 
+/*
+ * After unregistering, the test exporter's dma-buf must be neither mapped
+ * nor attached, and no page a migration retired may have been written by
+ * DMA after its invalidation.
+ */
 FIXTURE_TEARDOWN(dmabuf_rw)
 {
+	struct dmabuf_rw_buf *texp = &self->dbuf[DMABUF_RW_TEST_EXPORTER];
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
+	unsigned int i;
+	int ret;
+
 	if (self->buffers_registered)
 		EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
 	if (self->ring_ready)
 		io_uring_queue_exit(&self->ring);
-	udmabuf_destroy(&self->ubuf);
+	if (texp->fd >= 0) {
+		ret = test_dmabuf_exp_settle(texp->fd, &c);
+		EXPECT_EQ(0, ret)
+			TH_LOG("after unregistering, the dma-buf has %s: %s",
+			       test_dmabuf_exp_str(&c, why, sizeof(why)),
+			       strerror(-ret));
+	}
+	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++)
+		dmabuf_rw_buf_destroy(&self->dbuf[i]);
 	free(self->expect);
 	free(self->plain);
 	if (self->dev_fd >= 0)
@@ -239,27 +301,27 @@ static bool cpu_access(struct __test_metadata *_metadata, int dmabuf_fd,
  * [off, off + len) of the dma-buf filled with @poison, nothing else touched.
  */
 static bool normal_to_fixed(struct __test_metadata *_metadata,
-			    struct io_uring *ring, int dev_fd, __u8 *plain,
-			    __u8 *expect, const struct dmabuf_rw_udmabuf *ubuf,
-			    size_t off, size_t len, __u64 salt, __u8 poison)
+			    const struct xfer *x, __u64 salt, __u8 poison)
 {
-	__u8 *map = ubuf->map;
+	const struct dmabuf_rw_buf *dbuf = x->dbuf;
+	size_t off = x->off, len = x->len;
+	__u8 *plain = x->plain, *expect = x->expect, *map = dbuf->map;
 	bool ok;
 	int res;
 
-	if (!write_device_region(dev_fd, plain, len, true, salt)) {
+	if (!write_device_region(x->dev_fd, plain, len, true, salt)) {
 		TH_LOG("pwrite to the device: %s", strerror(errno));
 		return false;
 	}
 
 	/* Poison all of the dma-buf: a short or misplaced read shows. */
-	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
+	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
 		return false;
 	memset(map, poison, DMABUF_SIZE);
-	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
+	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
 		return false;
 
-	res = dmabuf_rw_fixed_io(ring, false, dev_fd, DMABUF_SLOT, off, len,
+	res = dmabuf_rw_fixed_io(x->ring, false, x->dev_fd, x->slot, off, len,
 				 DMABUF_RW_DEV_OFFSET);
 	if (res != (int)len) {
 		TH_LOG("READ_FIXED of %zu bytes to dma-buf offset %zu: %s",
@@ -268,7 +330,7 @@ static bool normal_to_fixed(struct __test_metadata *_metadata,
 	}
 
 	dmabuf_rw_fill_pattern(expect, DMABUF_RW_DEV_OFFSET, len, salt);
-	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ))
+	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ))
 		return false;
 	ok = same_bytes(_metadata, "data read with READ_FIXED", "dma-buf", off,
 			map + off, expect, len);
@@ -278,7 +340,7 @@ static bool normal_to_fixed(struct __test_metadata *_metadata,
 	ok = same_bytes(_metadata, "dma-buf after the transfer", "dma-buf",
 			off + len, map + off + len, expect,
 			DMABUF_SIZE - off - len) && ok;
-	return cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ) && ok;
+	return cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ) && ok;
 }
 
 /*
@@ -288,18 +350,18 @@ static bool normal_to_fixed(struct __test_metadata *_metadata,
  * normal path, the guards untouched.
  */
 static bool fixed_to_normal(struct __test_metadata *_metadata,
-			    struct io_uring *ring, int dev_fd, __u8 *plain,
-			    __u8 *expect, const struct dmabuf_rw_udmabuf *ubuf,
-			    size_t off, size_t len, __u64 salt, __u8 poison)
+			    const struct xfer *x, __u64 salt, __u8 poison)
 {
+	const struct dmabuf_rw_buf *dbuf = x->dbuf;
+	size_t off = x->off, len = x->len;
 	const size_t region = len + 2 * DMABUF_RW_GUARD;
+	__u8 *plain = x->plain, *expect = x->expect, *map = dbuf->map;
 	__u8 *data = plain + DMABUF_RW_GUARD;
-	__u8 *map = ubuf->map;
 	bool ok;
 	int res;
 
 	/* Poison the device region: a missing or short write shows. */
-	if (!write_device_region(dev_fd, plain, len, false, 0)) {
+	if (!write_device_region(x->dev_fd, plain, len, false, 0)) {
 		TH_LOG("pwrite to the device: %s", strerror(errno));
 		return false;
 	}
@@ -308,14 +370,14 @@ static bool fixed_to_normal(struct __test_metadata *_metadata,
 	 * The pattern where the transfer reads, poison around it: a write
 	 * that reads outside its range leaves @poison on the device.
 	 */
-	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
+	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
 		return false;
 	memset(map, poison, DMABUF_SIZE);
 	dmabuf_rw_fill_pattern(map + off, DMABUF_RW_DEV_OFFSET, len, salt);
-	if (!cpu_access(_metadata, ubuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
+	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
 		return false;
 
-	res = dmabuf_rw_fixed_io(ring, true, dev_fd, DMABUF_SLOT, off, len,
+	res = dmabuf_rw_fixed_io(x->ring, true, x->dev_fd, x->slot, off, len,
 				 DMABUF_RW_DEV_OFFSET);
 	if (res != (int)len) {
 		TH_LOG("WRITE_FIXED of %zu bytes from dma-buf offset %zu: %s",
@@ -324,7 +386,7 @@ static bool fixed_to_normal(struct __test_metadata *_metadata,
 	}
 
 	memset(plain, POISON_PLAIN, region);
-	if (pread(dev_fd, plain, region, DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD) !=
+	if (pread(x->dev_fd, plain, region, DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD) !=
 	    (ssize_t)region) {
 		TH_LOG("pread from the device: %s", strerror(errno));
 		return false;
@@ -343,34 +405,146 @@ static bool fixed_to_normal(struct __test_metadata *_metadata,
 	return ok;
 }
 
-TEST_F(dmabuf_rw, write_normal_read_fixed)
+static bool exporter_counters(struct __test_metadata *_metadata,
+			      const struct dmabuf_rw_buf *dbuf,
+			      struct test_dmabuf_exp_counters *c)
 {
+	int ret = test_dmabuf_exp_counters(dbuf->fd, c);
+
+	if (ret)
+		TH_LOG("TEST_DMABUF_EXP_IOC_COUNTERS: %s", strerror(-ret));
+	return !ret;
+}
+
+/*
+ * Between the rounds, with the test exporter: invalidate (and migrate) as
+ * the variant says. @before gets the counters the second round is
+ * compared with. (That the importer unmaps the old mapping shows at
+ * teardown: every mapping must be gone then.)
+ */
+static bool between_rounds(struct __test_metadata *_metadata,
+			   const struct dmabuf_rw_buf *dbuf,
+			   enum between_rounds between,
+			   struct test_dmabuf_exp_counters *before)
+{
+	int ret;
+
+	if (between != KEEP) {
+		ret = test_dmabuf_exp_move(dbuf->fd, between == MIGRATE ?
+					   TEST_DMABUF_EXP_MIGRATE : 0);
+		if (ret) {
+			TH_LOG("TEST_DMABUF_EXP_IOC_MOVE: %s", strerror(-ret));
+			return false;
+		}
+	}
+	return exporter_counters(_metadata, dbuf, before);
+}
+
+/*
+ * After the second round: it reused the mapping the first one made, or,
+ * after an invalidation, made exactly one new mapping.
+ */
+static bool check_second_round(struct __test_metadata *_metadata,
+			       const struct dmabuf_rw_buf *dbuf,
+			       enum between_rounds between,
+			       const struct test_dmabuf_exp_counters *before)
+{
+	struct test_dmabuf_exp_counters after;
+	__u64 want = between == KEEP ? 0 : 1;
+
+	if (!exporter_counters(_metadata, dbuf, &after))
+		return false;
+	if (after.maps - before->maps != want) {
+		TH_LOG("the second round mapped the dma-buf %llu times, expected %llu",
+		       (unsigned long long)(after.maps - before->maps),
+		       (unsigned long long)want);
+		return false;
+	}
+	return true;
+}
+
+typedef bool (*round_fn)(struct __test_metadata *_metadata,
+			 const struct xfer *x, __u64 salt, __u8 poison);
+
+/*
+ * Both rounds of a test through @x, with @between done between them by
+ * the test exporter.
+ */
+static void run_rounds(struct __test_metadata *_metadata, const struct xfer *x,
+		       enum between_rounds between, round_fn round_fn,
+		       __u64 salt)
+{
+	bool texp = x->dbuf->exporter == DMABUF_RW_TEST_EXPORTER;
+	struct test_dmabuf_exp_counters before;
 	unsigned int round;
+
+	if (x->dbuf->fd < 0)
+		SKIP(return, "%s", dmabuf_rw_exporter_missing(x->dbuf->exporter));
+	if (!texp && dmabuf_rw_swiotlb_forced())
+		SKIP(return, "swiotlb=force bounces udmabuf's own CPU-access syncs");
 
 	/* braces: ASSERT_*() with TH_LOG() is more than one statement */
 	for (round = 0; round < NR_ROUNDS; round++) {
-		ASSERT_TRUE(normal_to_fixed(_metadata, &self->ring, self->dev_fd,
-					    self->plain, self->expect, &self->ubuf,
-					    variant->buf_offset, variant->len,
-					    ROUND_SALT(SALT_NORMAL_TO_FIXED, round),
-					    ROUND_POISON(round)))
+		if (round && texp) {
+			ASSERT_TRUE(between_rounds(_metadata, x->dbuf, between,
+						   &before));
+		}
+		ASSERT_TRUE(round_fn(_metadata, x, ROUND_SALT(salt, round),
+				     ROUND_POISON(round)))
 			TH_LOG("round %u of %u", round + 1, NR_ROUNDS);
+	}
+	if (texp) {
+		ASSERT_TRUE(check_second_round(_metadata, x->dbuf, between,
+					       &before));
 	}
 }
 
-TEST_F(dmabuf_rw, write_fixed_read_normal)
+TEST_F(dmabuf_rw, udmabuf_write_normal_read_fixed)
 {
-	unsigned int round;
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_UDMABUF], KEEP,
+		   normal_to_fixed, SALT_NORMAL_TO_FIXED);
+}
 
-	/* braces: ASSERT_*() with TH_LOG() is more than one statement */
-	for (round = 0; round < NR_ROUNDS; round++) {
-		ASSERT_TRUE(fixed_to_normal(_metadata, &self->ring, self->dev_fd,
-					    self->plain, self->expect, &self->ubuf,
-					    variant->buf_offset, variant->len,
-					    ROUND_SALT(SALT_FIXED_TO_NORMAL, round),
-					    ROUND_POISON(round)))
-			TH_LOG("round %u of %u", round + 1, NR_ROUNDS);
-	}
+TEST_F(dmabuf_rw, udmabuf_write_fixed_read_normal)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_UDMABUF], KEEP,
+		   fixed_to_normal, SALT_FIXED_TO_NORMAL);
+}
+
+TEST_F(dmabuf_rw, texp_write_normal_read_fixed)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], KEEP,
+		   normal_to_fixed, SALT_NORMAL_TO_FIXED);
+}
+
+TEST_F(dmabuf_rw, texp_write_fixed_read_normal)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], KEEP,
+		   fixed_to_normal, SALT_FIXED_TO_NORMAL);
+}
+
+TEST_F(dmabuf_rw, texp_invalidate_write_normal_read_fixed)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], INVALIDATE,
+		   normal_to_fixed, SALT_NORMAL_TO_FIXED);
+}
+
+TEST_F(dmabuf_rw, texp_invalidate_write_fixed_read_normal)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], INVALIDATE,
+		   fixed_to_normal, SALT_FIXED_TO_NORMAL);
+}
+
+TEST_F(dmabuf_rw, texp_migrate_write_normal_read_fixed)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], MIGRATE,
+		   normal_to_fixed, SALT_NORMAL_TO_FIXED);
+}
+
+TEST_F(dmabuf_rw, texp_migrate_write_fixed_read_normal)
+{
+	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], MIGRATE,
+		   fixed_to_normal, SALT_FIXED_TO_NORMAL);
 }
 
 TEST_HARNESS_MAIN

@@ -10,8 +10,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <linux/fs.h>
+#include <linux/nvme_ioctl.h>
 
 #include "dmabuf_rw.h"
 #include "kselftest_harness.h"
@@ -27,7 +30,20 @@ FIXTURE(uapi) {
 	struct io_uring ring;
 	bool ring_ready;
 	bool buffers_registered;
-	struct dmabuf_rw_udmabuf ubuf;
+	struct dmabuf_rw_buf dbuf;
+};
+
+FIXTURE_VARIANT(uapi) {
+	enum dmabuf_rw_exporter exporter;
+};
+
+FIXTURE_VARIANT_ADD(uapi, udmabuf) {
+	.exporter = DMABUF_RW_UDMABUF,
+};
+
+/* The test exporter's counters show what a failed registration left. */
+FIXTURE_VARIANT_ADD(uapi, texp) {
+	.exporter = DMABUF_RW_TEST_EXPORTER,
 };
 
 FIXTURE_SETUP(uapi)
@@ -35,8 +51,7 @@ FIXTURE_SETUP(uapi)
 	int ret;
 
 	self->dev_fd = -1;
-	self->ubuf.fd = -1;
-	self->ubuf.memfd = -1;
+	dmabuf_rw_buf_init(&self->dbuf);
 
 	self->dev_path = dmabuf_rw_dev_path();
 	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
@@ -54,10 +69,10 @@ FIXTURE_SETUP(uapi)
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
 	self->ring_ready = true;
 
-	ret = udmabuf_create(&self->ubuf, DMABUF_SIZE);
+	ret = dmabuf_rw_buf_create(&self->dbuf, variant->exporter, DMABUF_SIZE);
 	if (ret == -ENOENT)
-		SKIP(return, "no /dev/udmabuf (CONFIG_UDMABUF)");
-	ASSERT_EQ(0, ret) TH_LOG("udmabuf_create: %s", strerror(-ret));
+		SKIP(return, "%s", dmabuf_rw_exporter_missing(variant->exporter));
+	ASSERT_EQ(0, ret) TH_LOG("creating the dma-buf: %s", strerror(-ret));
 
 	ret = io_uring_register_buffers_sparse(&self->ring, NR_BUF_SLOTS);
 	ASSERT_EQ(0, ret)
@@ -71,7 +86,18 @@ FIXTURE_TEARDOWN(uapi)
 		EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
 	if (self->ring_ready)
 		io_uring_queue_exit(&self->ring);
-	udmabuf_destroy(&self->ubuf);
+	if (self->dbuf.fd >= 0 &&
+	    self->dbuf.exporter == DMABUF_RW_TEST_EXPORTER) {
+		struct test_dmabuf_exp_counters c;
+		char why[DMABUF_RW_COUNTERS_STR];
+		int ret = test_dmabuf_exp_settle(self->dbuf.fd, &c);
+
+		EXPECT_EQ(0, ret)
+			TH_LOG("after unregistering, the dma-buf has %s: %s",
+			       test_dmabuf_exp_str(&c, why, sizeof(why)),
+			       strerror(-ret));
+	}
+	dmabuf_rw_buf_destroy(&self->dbuf);
 	if (self->dev_fd >= 0)
 		close(self->dev_fd);
 }
@@ -102,12 +128,16 @@ static int register_entry(struct io_uring *ring, void *iov_base, size_t iov_len,
 
 /*
  * After a failed registration: the slot must still be empty (a fixed read
- * from it fails with EFAULT, as from any empty slot), and it must take the
+ * from it fails with EFAULT, as from any empty slot), the test exporter's
+ * dma-buf must be neither attached nor mapped, and the slot must take the
  * good registration, which then reads.
  */
 static void check_slot_unused(struct __test_metadata *_metadata,
-			      struct io_uring *ring, int dev_fd, int dmabuf_fd)
+			      struct io_uring *ring, int dev_fd,
+			      const struct dmabuf_rw_buf *dbuf)
 {
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
 	int ret;
 
 	ret = dmabuf_rw_fixed_io(ring, false, dev_fd, SLOT, 0, IO_LEN, 0);
@@ -115,7 +145,15 @@ static void check_slot_unused(struct __test_metadata *_metadata,
 		TH_LOG("fixed read from the slot after a failed registration: %s",
 		       ret < 0 ? strerror(-ret) : "it transferred data");
 
-	ret = dmabuf_rw_register_dmabuf(ring, SLOT, dev_fd, dmabuf_fd);
+	if (dbuf->exporter == DMABUF_RW_TEST_EXPORTER) {
+		ret = test_dmabuf_exp_settle(dbuf->fd, &c);
+		EXPECT_EQ(0, ret)
+			TH_LOG("failed registration left %s: %s",
+			       test_dmabuf_exp_str(&c, why, sizeof(why)),
+			       strerror(-ret));
+	}
+
+	ret = dmabuf_rw_register_dmabuf(ring, SLOT, dev_fd, dbuf->fd);
 	ASSERT_EQ(1, ret)
 		TH_LOG("good registration after the failed one: %s",
 		       ret < 0 ? strerror(-ret) : "no slot updated");
@@ -140,10 +178,10 @@ TEST_F(uapi, target_not_o_direct)
 
 	fd = open(self->dev_path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->ubuf.fd);
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
 	expect_errno(_metadata, EINVAL, ret, "block device opened without O_DIRECT");
 	close(fd);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, target_regular_file)
@@ -153,10 +191,10 @@ TEST_F(uapi, target_regular_file)
 	fd = memfd_create("dmabuf-rw-target", MFD_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, DMABUF_SIZE));
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->ubuf.fd);
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
 	expect_errno(_metadata, EOPNOTSUPP, ret, "a regular file as the target");
 	close(fd);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, target_pipe)
@@ -164,11 +202,11 @@ TEST_F(uapi, target_pipe)
 	int fds[2], ret;
 
 	ASSERT_EQ(0, pipe2(fds, O_CLOEXEC));
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fds[0], self->ubuf.fd);
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fds[0], self->dbuf.fd);
 	expect_errno(_metadata, EOPNOTSUPP, ret, "a pipe as the target");
 	close(fds[0]);
 	close(fds[1]);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, target_closed)
@@ -176,29 +214,32 @@ TEST_F(uapi, target_closed)
 	int ret;
 
 	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, closed_fd(),
-					self->ubuf.fd);
+					self->dbuf.fd);
 	expect_errno(_metadata, EBADF, ret, "a closed target fd");
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, target_missing)
 {
 	int ret;
 
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, -1, self->ubuf.fd);
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, -1, self->dbuf.fd);
 	expect_errno(_metadata, EBADF, ret, "a dma-buf without a target fd");
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, dmabuf_not_a_dmabuf)
 {
-	int ret;
+	int memfd, ret;
 
-	/* The memfd behind the udmabuf: a file, not a dma-buf. */
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
-					self->ubuf.memfd);
+	/* A file, but not a dma-buf. */
+	memfd = memfd_create("dmabuf-rw-not-a-dmabuf", MFD_CLOEXEC);
+	ASSERT_LE(0, memfd);
+	ASSERT_EQ(0, ftruncate(memfd, DMABUF_SIZE));
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd, memfd);
 	expect_errno(_metadata, EINVAL, ret, "a memfd as the dma-buf");
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	close(memfd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, dmabuf_closed)
@@ -208,7 +249,7 @@ TEST_F(uapi, dmabuf_closed)
 	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
 					closed_fd());
 	expect_errno(_metadata, EBADF, ret, "a closed dma-buf fd");
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, dmabuf_with_iovec)
@@ -217,9 +258,9 @@ TEST_F(uapi, dmabuf_with_iovec)
 	int ret;
 
 	ret = register_entry(&self->ring, buf, sizeof(buf), self->dev_fd,
-			     self->ubuf.fd);
+			     self->dbuf.fd);
 	expect_errno(_metadata, EFAULT, ret, "a dma-buf entry with a non-empty iovec");
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, unknown_update_flags)
@@ -228,7 +269,7 @@ TEST_F(uapi, unknown_update_flags)
 	struct io_uring_reg_buffer rb = {
 		.iov_uaddr = (__u64)(uintptr_t)&iov,
 		.target_fd = self->dev_fd,
-		.dmabuf_fd = self->ubuf.fd,
+		.dmabuf_fd = self->dbuf.fd,
 	};
 	struct io_uring_rsrc_update2 up = {
 		.offset = SLOT,
@@ -248,7 +289,7 @@ TEST_F(uapi, unknown_update_flags)
 		EXPECT_EQ(EINVAL, errno)
 			TH_LOG("flags %#x: %s", up.flags, strerror(errno));
 	}
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, self->ubuf.fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
 }
 
 TEST_F(uapi, extended_flag_on_file_update)
@@ -276,7 +317,7 @@ TEST_F(uapi, fixed_io_on_another_file)
 	int other, ret;
 
 	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
-					       self->ubuf.fd));
+					       self->dbuf.fd));
 	/* The same device, opened again: another struct file. */
 	other = open(self->dev_path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, other);
@@ -322,7 +363,7 @@ TEST_F(uapi, fixed_io_out_of_range)
 	int ret;
 
 	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
-					       self->ubuf.fd));
+					       self->dbuf.fd));
 	expect_bad_io(_metadata, &self->ring, self->dev_fd, bad,
 		      ARRAY_SIZE(bad), EFAULT);
 	ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, NR_BUF_SLOTS,
@@ -341,9 +382,232 @@ TEST_F(uapi, fixed_io_misaligned)
 	};
 
 	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
-					       self->ubuf.fd));
+					       self->dbuf.fd));
 	expect_bad_io(_metadata, &self->ring, self->dev_fd, bad,
 		      ARRAY_SIZE(bad), EINVAL);
+}
+
+/* Nothing to transfer is not an error: 0 bytes, as with any buffer. */
+TEST_F(uapi, fixed_io_zero_length)
+{
+	static const __u64 offsets[] = { 0, IO_LEN, DMABUF_SIZE };
+	unsigned int i, write;
+	int ret;
+
+	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
+					       self->dbuf.fd));
+	for (i = 0; i < ARRAY_SIZE(offsets); i++) {
+		for (write = 0; write < 2; write++) {
+			ret = dmabuf_rw_fixed_io(&self->ring, write,
+						 self->dev_fd, SLOT,
+						 offsets[i], 0, 0);
+			EXPECT_EQ(0, ret)
+				TH_LOG("%s of 0 bytes at dma-buf offset %llu: %s",
+				       write ? "WRITE_FIXED" : "READ_FIXED",
+				       (unsigned long long)offsets[i],
+				       ret < 0 ? strerror(-ret) : "bytes moved");
+		}
+	}
+}
+
+/*
+ * READV_FIXED and WRITEV_FIXED address iovecs inside a registered
+ * buffer's user memory. A dma-buf buffer has none: EFAULT, as for every
+ * import of a fixed buffer that does not take a dma-buf.
+ */
+TEST_F(uapi, vectored_fixed_io)
+{
+	static const __u8 ops[] = { IORING_OP_READV_FIXED,
+				    IORING_OP_WRITEV_FIXED };
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)0, .iov_len = IO_LEN },
+		{ .iov_base = (void *)(2 * IO_LEN), .iov_len = IO_LEN },
+	};
+	struct io_uring_sqe *sqe;
+	unsigned int i;
+	int ret;
+
+	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd,
+					       self->dbuf.fd));
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		sqe = io_uring_get_sqe(&self->ring);
+		ASSERT_NE(NULL, sqe);
+		io_uring_prep_rw(ops[i], sqe, self->dev_fd, iov,
+				 ARRAY_SIZE(iov), 0);
+		sqe->buf_index = SLOT;
+		ret = dmabuf_rw_submit_one(&self->ring);
+		expect_errno(_metadata, EFAULT, ret,
+			     ops[i] == IORING_OP_READV_FIXED ?
+			     "READV_FIXED with a dma-buf buffer" :
+			     "WRITEV_FIXED with a dma-buf buffer");
+	}
+}
+
+/*
+ * NVMe passthrough (IORING_OP_URING_CMD on the namespace's generic char
+ * device) with a fixed buffer imports it for its own request, not through
+ * the block device the dma-buf was registered for: EFAULT.
+ */
+TEST_F(uapi, nvme_passthrough_fixed)
+{
+	struct nvme_uring_cmd *cmd;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	char ng_path[64];
+	unsigned int ctrl, ns;
+	int ng_fd, nsid, lbs, ret;
+
+	if (sscanf(self->dev_path, "/dev/nvme%un%u", &ctrl, &ns) != 2)
+		SKIP(return, "%s is not an NVMe namespace", self->dev_path);
+	snprintf(ng_path, sizeof(ng_path), "/dev/ng%un%u", ctrl, ns);
+	ng_fd = open(ng_path, O_RDONLY | O_CLOEXEC);
+	if (ng_fd < 0 && errno == ENOENT)
+		SKIP(return, "no NVMe generic char device %s", ng_path);
+	ASSERT_LE(0, ng_fd) TH_LOG("open %s: %s", ng_path, strerror(errno));
+	nsid = ioctl(self->dev_fd, NVME_IOCTL_ID);
+	ASSERT_LT(0, nsid);
+	ASSERT_EQ(0, ioctl(self->dev_fd, BLKSSZGET, &lbs));
+
+	/* NVMe passthrough needs big SQEs and CQEs. */
+	ret = io_uring_queue_init(4, &ring, IORING_SETUP_SQE128 |
+				  IORING_SETUP_CQE32);
+	ASSERT_EQ(0, ret) TH_LOG("SQE128|CQE32 ring: %s", strerror(-ret));
+	ASSERT_EQ(0, io_uring_register_buffers_sparse(&ring, 1));
+	ASSERT_EQ(1, dmabuf_rw_register_dmabuf(&ring, 0, self->dev_fd,
+					       self->dbuf.fd));
+
+	sqe = io_uring_get_sqe(&ring);
+	ASSERT_NE(NULL, sqe);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, ng_fd, NULL, 0, 0);
+	sqe->cmd_op = NVME_URING_CMD_IO;
+	sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+	sqe->buf_index = 0;
+	cmd = (struct nvme_uring_cmd *)sqe->cmd;
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->opcode = 0x02;	/* Read */
+	cmd->nsid = nsid;
+	cmd->addr = 0;		/* offset in the dma-buf */
+	cmd->data_len = IO_LEN;
+	cmd->cdw12 = IO_LEN / lbs - 1;	/* 0's based block count */
+	ret = dmabuf_rw_submit_one(&ring);
+	expect_errno(_metadata, EFAULT, ret,
+		     "NVMe passthrough read into a dma-buf buffer");
+
+	EXPECT_EQ(0, io_uring_unregister_buffers(&ring));
+	io_uring_queue_exit(&ring);
+	close(ng_fd);
+}
+
+/*
+ * nvme-pci maps a dma-buf in whole controller pages (4 KiB): a dma-buf
+ * of another size is refused with EINVAL when registering, and leaves no
+ * attachment behind.
+ */
+TEST_F(uapi, dmabuf_size_not_ctrl_page_multiple)
+{
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
+	int fd, ret;
+
+	if (variant->exporter != DMABUF_RW_TEST_EXPORTER)
+		SKIP(return, "udmabuf makes whole pages only: see the texp variant");
+
+	fd = test_dmabuf_exp_create(IO_LEN + 512);
+	ASSERT_LE(0, fd) TH_LOG("test exporter: %s", strerror(-fd));
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->dev_fd, fd);
+	expect_errno(_metadata, EINVAL, ret, "a dma-buf of 4.5 KiB");
+	ret = test_dmabuf_exp_settle(fd, &c);
+	EXPECT_EQ(0, ret)
+		TH_LOG("failed registration left %s: %s",
+		       test_dmabuf_exp_str(&c, why, sizeof(why)),
+		       strerror(-ret));
+	close(fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+}
+
+/*
+ * io_uring charges a user without CAP_IPC_LOCK for the pages of the
+ * buffers it registers (RLIMIT_MEMLOCK) and uncharges them when they go.
+ * A dma-buf buffer pins no user page: registering and unregistering one
+ * must leave the charge as it was. The previous slot's buffer, one plain
+ * page, makes the mistake visible: the dma-buf buffer may reuse its
+ * bookkeeping, and uncharging a page it never charged would let the user
+ * go past the limit.
+ *
+ * Runs in a child that becomes an unprivileged user; the exit status says
+ * what went wrong.
+ */
+enum memlock_child_status {
+	MEMLOCK_OK,
+	MEMLOCK_SETUP,		/* rlimit, setresuid, ring, buffers */
+	MEMLOCK_REGISTER,	/* the dma-buf registration failed */
+	MEMLOCK_OVER_LIMIT,	/* a buffer past RLIMIT_MEMLOCK was accepted */
+};
+
+static int memlock_child(int dev_fd, int dmabuf_fd, void *pages)
+{
+	struct rlimit one_page = { .rlim_cur = 4096, .rlim_max = 4096 };
+	struct iovec iov = { .iov_base = pages, .iov_len = 4096 };
+	struct io_uring ring;
+	int ret;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &one_page) ||
+	    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return MEMLOCK_SETUP;
+	if (io_uring_queue_init(4, &ring, 0) ||
+	    io_uring_register_buffers_sparse(&ring, 2))
+		return MEMLOCK_SETUP;
+
+	/* One plain page: the whole allowance, then given back. */
+	if (io_uring_register_buffers_update_tag(&ring, 0, &iov, NULL, 1) != 1)
+		return MEMLOCK_SETUP;
+	iov.iov_base = NULL;
+	iov.iov_len = 0;
+	if (io_uring_register_buffers_update_tag(&ring, 0, &iov, NULL, 1) != 1)
+		return MEMLOCK_SETUP;
+
+	ret = dmabuf_rw_register_dmabuf(&ring, 1, dev_fd, dmabuf_fd);
+	if (ret != 1)
+		return MEMLOCK_REGISTER;
+	if (io_uring_unregister_buffers(&ring) ||
+	    io_uring_register_buffers_sparse(&ring, 2))
+		return MEMLOCK_SETUP;
+
+	/* Two pages are over the limit, unless the charge went wrong. */
+	iov.iov_base = pages;
+	iov.iov_len = 2 * 4096;
+	ret = io_uring_register_buffers_update_tag(&ring, 0, &iov, NULL, 1);
+	io_uring_queue_exit(&ring);
+	return ret == -ENOMEM ? MEMLOCK_OK : MEMLOCK_OVER_LIMIT;
+}
+
+TEST_F(uapi, unprivileged_memlock_charge)
+{
+	static const char * const what[] = {
+		[MEMLOCK_SETUP] = "setting up the unprivileged user's ring",
+		[MEMLOCK_REGISTER] = "registering the dma-buf",
+		/* after a dma-buf buffer came and went */
+		[MEMLOCK_OVER_LIMIT] = "a buffer past RLIMIT_MEMLOCK was accepted",
+	};
+	void *pages;
+	int status;
+	pid_t pid;
+
+	pages = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, pages);
+	memset(pages, 0, 2 * 4096);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(memlock_child(self->dev_fd, self->dbuf.fd, pages));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	munmap(pages, 2 * 4096);
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child: status %#x", status);
+	EXPECT_EQ(MEMLOCK_OK, WEXITSTATUS(status))
+		TH_LOG("%s", WEXITSTATUS(status) < ARRAY_SIZE(what) ?
+		       what[WEXITSTATUS(status)] : "unexpected exit status");
 }
 
 TEST_HARNESS_MAIN
