@@ -227,7 +227,15 @@ static struct sg_table *tdexp_map_dma_buf(struct dma_buf_attachment *attach,
 	for_each_sgtable_sg(&map->sgt, sg, i)
 		sg_set_page(sg, bk->pages[i], PAGE_SIZE, 0);
 
-	ret = dma_map_sgtable(attach->dev, &map->sgt, dir, 0);
+	/*
+	 * No CPU syncs at map or unmap time, as drm_gem_map_dma_buf(): the
+	 * importer syncs around each DMA it does. An unmap that copied a
+	 * bounce buffer back would put stale bytes over what the CPU wrote
+	 * since the last DMA, and the importer may unmap late, well after
+	 * an invalidation.
+	 */
+	ret = dma_map_sgtable(attach->dev, &map->sgt, dir,
+			      DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto err_table;
 
@@ -250,12 +258,7 @@ static void tdexp_unmap_dma_buf(struct dma_buf_attachment *attach,
 	struct tdexp_map *map = container_of(sgt, struct tdexp_map, sgt);
 	struct tdexp_buffer *buf = attach->dmabuf->priv;
 
-	/*
-	 * Retired pages hold poison, not data: no bounce buffer may copy
-	 * back over them (the importer's last sync for the CPU did already).
-	 */
-	dma_unmap_sgtable(attach->dev, sgt, dir,
-			  map->backing->retired ? DMA_ATTR_SKIP_CPU_SYNC : 0);
+	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	sg_free_table(sgt);
 	tdexp_backing_put(map->backing);
 	kfree(map);
