@@ -75,7 +75,6 @@ struct tdexp_buffer {
 /* Totals over every buffer made since the module was loaded. */
 static struct tdexp_counters tdexp_total;
 static DECLARE_WAIT_QUEUE_HEAD(tdexp_wq);
-static const struct dma_buf_ops tdexp_dmabuf_ops;
 
 static void tdexp_count(struct tdexp_buffer *buf, enum tdexp_counter c,
 			s64 n)

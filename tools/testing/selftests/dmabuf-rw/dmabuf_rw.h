@@ -540,4 +540,20 @@ static inline ssize_t dmabuf_rw_first_diff(const void *found,
 	return first;
 }
 
+/*
+ * For fixture teardowns (kselftest_harness.h): once nothing uses
+ * test-exporter dma-buf @dmabuf_fd any more, expect it settled (see
+ * test_dmabuf_exp_settle()); @when says when, for the log.
+ */
+#define DMABUF_RW_EXPECT_SETTLED(dmabuf_fd, when) do {			\
+	struct test_dmabuf_exp_counters __c;				\
+	char __why[DMABUF_RW_COUNTERS_STR];				\
+	int __ret = test_dmabuf_exp_settle(dmabuf_fd, &__c);		\
+									\
+	EXPECT_EQ(0, __ret)						\
+		TH_LOG("%s, the dma-buf has %s: %s", (when),		\
+		       test_dmabuf_exp_str(&__c, __why, sizeof(__why)),	\
+		       strerror(-__ret));				\
+} while (0)
+
 #endif /* __DMABUF_RW_H */

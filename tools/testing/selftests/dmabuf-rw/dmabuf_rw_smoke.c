@@ -218,22 +218,14 @@ FIXTURE_SETUP(dmabuf_rw)
 FIXTURE_TEARDOWN(dmabuf_rw)
 {
 	struct dmabuf_rw_buf *texp = &self->dbuf[DMABUF_RW_TEST_EXPORTER];
-	struct test_dmabuf_exp_counters c;
-	char why[DMABUF_RW_COUNTERS_STR];
 	unsigned int i;
-	int ret;
 
 	if (self->buffers_registered)
 		EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
 	if (self->ring_ready)
 		io_uring_queue_exit(&self->ring);
-	if (texp->fd >= 0) {
-		ret = test_dmabuf_exp_settle(texp->fd, &c);
-		EXPECT_EQ(0, ret)
-			TH_LOG("after unregistering, the dma-buf has %s: %s",
-			       test_dmabuf_exp_str(&c, why, sizeof(why)),
-			       strerror(-ret));
-	}
+	if (texp->fd >= 0)
+		DMABUF_RW_EXPECT_SETTLED(texp->fd, "after unregistering");
 	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++)
 		dmabuf_rw_buf_destroy(&self->dbuf[i]);
 	free(self->expect);

@@ -87,16 +87,8 @@ FIXTURE_TEARDOWN(uapi)
 	if (self->ring_ready)
 		io_uring_queue_exit(&self->ring);
 	if (self->dbuf.fd >= 0 &&
-	    self->dbuf.exporter == DMABUF_RW_TEST_EXPORTER) {
-		struct test_dmabuf_exp_counters c;
-		char why[DMABUF_RW_COUNTERS_STR];
-		int ret = test_dmabuf_exp_settle(self->dbuf.fd, &c);
-
-		EXPECT_EQ(0, ret)
-			TH_LOG("after unregistering, the dma-buf has %s: %s",
-			       test_dmabuf_exp_str(&c, why, sizeof(why)),
-			       strerror(-ret));
-	}
+	    self->dbuf.exporter == DMABUF_RW_TEST_EXPORTER)
+		DMABUF_RW_EXPECT_SETTLED(self->dbuf.fd, "after unregistering");
 	dmabuf_rw_buf_destroy(&self->dbuf);
 	if (self->dev_fd >= 0)
 		close(self->dev_fd);
