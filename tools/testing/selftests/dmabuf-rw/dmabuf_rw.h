@@ -189,17 +189,20 @@ static inline int udmabuf_create(struct dmabuf_rw_buf *buf, size_t size)
 
 /*
  * An ioctl on the test exporter's device. Returns 0 or a negative errno;
- * -ENOENT means there is no test exporter.
+ * -ENOENT means there is no test exporter. Its waits are interruptible,
+ * and the reservation lock gives -EINTR when the caller has task work
+ * pending (io_uring completions): called again then, as drmIoctl() does.
  */
 static inline int test_dmabuf_exp_ioctl(unsigned long cmd, void *arg)
 {
-	int devfd, ret = 0;
+	int devfd, ret;
 
 	devfd = open(TEST_DMABUF_EXP_DEV, O_RDWR | O_CLOEXEC);
 	if (devfd < 0)
 		return -errno;
-	if (ioctl(devfd, cmd, arg))
-		ret = -errno;
+	do {
+		ret = ioctl(devfd, cmd, arg) ? -errno : 0;
+	} while (ret == -EINTR);
 	close(devfd);
 	return ret;
 }

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fault injection on the paths of dmabuf read/write via io_uring: the
+ * registration of a dma-buf, the first mapping (the first I/O after
+ * registration or after an invalidation) and the invalidation itself.
+ *
+ * Each path is walked failure by failure with /proc/thread-self/fail-nth
+ * (failslab and fail_page_alloc, GFP_KERNEL allocations included): the
+ * 1st, 2nd, ... allocation the path makes fails, until the path makes no
+ * more. Each injected failure must end in success (a clean retry) or a
+ * clean -ENOMEM; afterwards I/O through the buffer must move the right
+ * data, and once it is unregistered the test exporter must find nothing
+ * left mapped or attached and no DMA into a page it had retired. A debug
+ * kernel's kmemleak scan after the suite catches anything else leaked.
+ */
+#include "dmabuf_rw.h"
+
+#include <linux/fs.h>
+
+#include "kselftest_harness.h"
+
+#define DMABUF_SIZE	(64 * 1024)
+#define XFER_LEN	(16 * 1024)
+#define DEV_OFFSET	(256ULL << 20)
+#define MAX_NTH		400
+#define SALT		0xfa17
+
+static const char * const fault_knobs[][2] = {
+	/* GFP_KERNEL allocations fail too, order 0 pages too, quietly. */
+	{ "/sys/kernel/debug/failslab/ignore-gfp-wait", "N" },
+	{ "/sys/kernel/debug/failslab/verbose", "0" },
+	{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait", "N" },
+	{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem", "N" },
+	{ "/sys/kernel/debug/fail_page_alloc/min-order", "0" },
+	{ "/sys/kernel/debug/fail_page_alloc/verbose", "0" },
+};
+
+/*
+ * fail-nth reaches only this thread, but the first I/O after an
+ * invalidation is tried without blocking, gets -EAGAIN for want of a map,
+ * and is mapped by an io-wq worker. Workers copy make-it-fail from this
+ * thread when they are created: with the task filter, allocations fail at
+ * random in this thread and in the workers, on every path of the I/O and
+ * of the invalidation. The outcome must be clean whatever fails.
+ */
+static const char * const storm_on[][2] = {
+	{ "/sys/kernel/debug/failslab/task-filter", "Y" },
+	{ "/sys/kernel/debug/failslab/interval", "1" },
+	{ "/sys/kernel/debug/failslab/times", "-1" },
+	{ "/sys/kernel/debug/failslab/probability", "10" },
+	{ "/sys/kernel/debug/fail_page_alloc/task-filter", "Y" },
+	{ "/sys/kernel/debug/fail_page_alloc/interval", "1" },
+	{ "/sys/kernel/debug/fail_page_alloc/times", "-1" },
+	{ "/sys/kernel/debug/fail_page_alloc/probability", "10" },
+	{ "/proc/self/make-it-fail", "1" },
+};
+
+static const char * const storm_off[][2] = {
+	{ "/proc/self/make-it-fail", "0" },
+	{ "/sys/kernel/debug/failslab/probability", "0" },
+	{ "/sys/kernel/debug/fail_page_alloc/probability", "0" },
+	{ "/sys/kernel/debug/failslab/task-filter", "N" },
+	{ "/sys/kernel/debug/fail_page_alloc/task-filter", "N" },
+};
+
+static int write_file(const char *path, const char *val)
+{
+	int fd, ret = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Arm: the @nth allocation from now on in this thread fails. */
+static int fail_nth_arm(int fd, unsigned int nth)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%u", nth);
+
+	return pwrite(fd, buf, len, 0) == len ? 0 : -errno;
+}
+
+/*
+ * Disarm, and say whether the failure was injected: the count left is 0
+ * once it was. Neither call allocates, so neither moves the count.
+ */
+static int fail_nth_fired(int fd)
+{
+	char buf[16] = "";
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0 || fail_nth_arm(fd, 0))
+		return -EIO;
+	return atoi(buf) == 0;
+}
+
+FIXTURE(faults) {
+	int dev_fd;
+	const char *dev_path;
+	int nth_fd;
+	struct io_uring ring;
+	bool ring_ready;
+	struct dmabuf_rw_buf dbuf;
+	__u8 *expect;
+};
+
+FIXTURE_SETUP(faults)
+{
+	unsigned int i;
+	int ret;
+
+	self->dev_fd = -1;
+	self->nth_fd = -1;
+	dmabuf_rw_buf_init(&self->dbuf);
+
+	self->nth_fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+	if (self->nth_fd < 0)
+		SKIP(return, "no fail-nth (CONFIG_FAULT_INJECTION; run_tests.sh --debug)");
+	if (access("/sys/kernel/debug/failslab", F_OK) ||
+	    access("/sys/kernel/debug/fail_page_alloc", F_OK))
+		SKIP(return, "no failslab or fail_page_alloc in debugfs (CONFIG_FAILSLAB, ...)");
+	for (i = 0; i < ARRAY_SIZE(fault_knobs); i++) {
+		ret = write_file(fault_knobs[i][0], fault_knobs[i][1]);
+		ASSERT_EQ(0, ret) TH_LOG("%s: %s", fault_knobs[i][0], strerror(-ret));
+	}
+
+	self->dev_path = dmabuf_rw_dev_path();
+	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
+	if (self->dev_fd == -ENODEV)
+		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
+		     self->dev_path);
+	ASSERT_LE(0, self->dev_fd)
+		TH_LOG("open %s: %s", self->dev_path, strerror(-self->dev_fd));
+
+	ret = dmabuf_rw_ring_init(&self->ring, 8);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "io_uring not available (CONFIG_IO_URING)");
+	if (ret == -EPERM)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
+	self->ring_ready = true;
+	ASSERT_EQ(0, io_uring_register_buffers_sparse(&self->ring, 1));
+
+	ret = dmabuf_rw_buf_create(&self->dbuf, DMABUF_RW_TEST_EXPORTER,
+				   DMABUF_SIZE);
+	if (ret == -ENOENT)
+		SKIP(return, "%s",
+		     dmabuf_rw_exporter_missing(DMABUF_RW_TEST_EXPORTER));
+	ASSERT_EQ(0, ret) TH_LOG("creating the dma-buf: %s", strerror(-ret));
+	self->expect = malloc(XFER_LEN);
+	ASSERT_NE(NULL, self->expect);
+}
+
+FIXTURE_TEARDOWN(faults)
+{
+	unsigned int i;
+
+	for (i = 0; self->nth_fd >= 0 && i < ARRAY_SIZE(storm_off); i++)
+		write_file(storm_off[i][0], storm_off[i][1]);
+	if (self->nth_fd >= 0) {
+		fail_nth_arm(self->nth_fd, 0);
+		close(self->nth_fd);
+	}
+	if (self->ring_ready)
+		io_uring_queue_exit(&self->ring);
+	if (self->dbuf.fd >= 0)
+		DMABUF_RW_EXPECT_SETTLED(self->dbuf.fd, "after the ring's exit");
+	dmabuf_rw_buf_destroy(&self->dbuf);
+	free(self->expect);
+	if (self->dev_fd >= 0)
+		close(self->dev_fd);
+}
+
+/* What the helpers below work on: the fixture's ring, device and dma-buf. */
+struct faults_io {
+	struct io_uring *ring;
+	int dev_fd;
+	struct dmabuf_rw_buf *dbuf;
+	__u8 *expect;
+};
+
+static int register_buf(struct faults_io *io)
+{
+	return dmabuf_rw_register_dmabuf(io->ring, 0, io->dev_fd, io->dbuf->fd);
+}
+
+/* Empty slot 0 again, then wait until the dma-buf is settled. */
+static int unregister_buf(struct faults_io *io,
+			  struct test_dmabuf_exp_counters *c)
+{
+	struct iovec iov = { 0 };
+	struct io_uring_reg_buffer rb = {
+		.iov_uaddr = (__u64)(uintptr_t)&iov,
+		.target_fd = -1,
+		.dmabuf_fd = -1,
+	};
+	int ret = dmabuf_rw_update_buffers(io->ring, 0, &rb, 1);
+
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	return test_dmabuf_exp_settle(io->dbuf->fd, c);
+}
+
+/*
+ * Write the pattern for @salt from the dma-buf, clear the dma-buf, read
+ * it back: 0 when the data came back, else what went wrong.
+ */
+static int round_trip(struct faults_io *io, __u64 salt, char *why, size_t len)
+{
+	__u8 *map = io->dbuf->map;
+	size_t nr_diff;
+	ssize_t bad;
+	int ret;
+
+	dmabuf_rw_fill_pattern(map, DEV_OFFSET, XFER_LEN, salt);
+	memcpy(io->expect, map, XFER_LEN);
+	ret = dmabuf_rw_fixed_io(io->ring, true, io->dev_fd, 0, 0,
+				 XFER_LEN, DEV_OFFSET);
+	if (ret != XFER_LEN) {
+		snprintf(why, len, "write: %d", ret);
+		return -EIO;
+	}
+	memset(map, 0, XFER_LEN);
+	ret = dmabuf_rw_fixed_io(io->ring, false, io->dev_fd, 0, 0,
+				 XFER_LEN, DEV_OFFSET);
+	if (ret != XFER_LEN) {
+		snprintf(why, len, "read: %d", ret);
+		return -EIO;
+	}
+	bad = dmabuf_rw_first_diff(map, io->expect, XFER_LEN, &nr_diff);
+	if (bad >= 0) {
+		snprintf(why, len, "%zu bytes differ from byte %zd on: 0x%02x, expected 0x%02x",
+			 nr_diff, bad, map[bad], io->expect[bad]);
+		return -EILSEQ;
+	}
+	return 0;
+}
+
+/* What a failed allocation may give: success anyway, or -ENOMEM. */
+static bool clean(int ret, int ok)
+{
+	return ret == ok || ret == -ENOMEM;
+}
+
+TEST_F_TIMEOUT(faults, registration, 240)
+{
+	struct faults_io io = {
+		.ring = &self->ring, .dev_fd = self->dev_fd,
+		.dbuf = &self->dbuf, .expect = self->expect,
+	};
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
+	unsigned int nth, failed = 0;
+	int ret, fired = 1;
+
+	for (nth = 1; nth <= MAX_NTH && fired == 1; nth++) {
+		ASSERT_EQ(0, fail_nth_arm(self->nth_fd, nth));
+		ret = register_buf(&io);
+		fired = fail_nth_fired(self->nth_fd);
+		ASSERT_LE(0, fired);
+		EXPECT_TRUE(clean(ret, 1))
+			TH_LOG("registration, allocation %u failed: %d", nth, ret);
+		failed += ret != 1;
+
+		if (ret == 1) {
+			ret = round_trip(&io, SALT + nth, why, sizeof(why));
+			EXPECT_EQ(0, ret) TH_LOG("I/O after allocation %u failed: %s",
+						 nth, why);
+		}
+		ret = unregister_buf(&io, &c);
+		EXPECT_EQ(0, ret)
+			TH_LOG("allocation %u failed: after unregistering, %s: %s",
+			       nth, test_dmabuf_exp_str(&c, why, sizeof(why)),
+			       strerror(-ret));
+		if (_metadata->exit_code)
+			return;
+	}
+	ASSERT_EQ(0, fired) TH_LOG("still allocating after %u failures", MAX_NTH);
+	TH_LOG("registration: %u allocations, each failed once: %u registrations refused",
+	       nth - 2, failed);
+}
+
+/*
+ * The first I/O of a registration maps the dma-buf for the device: the
+ * failure hits the request, the map, its fence and the exporter's
+ * scatterlist. The I/O may still succeed: the block layer retries a
+ * request that could not get resources.
+ */
+TEST_F_TIMEOUT(faults, first_map, 240)
+{
+	struct faults_io io = {
+		.ring = &self->ring, .dev_fd = self->dev_fd,
+		.dbuf = &self->dbuf, .expect = self->expect,
+	};
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
+	unsigned int nth, failed = 0;
+	int ret, fired = 1;
+
+	for (nth = 1; nth <= MAX_NTH && fired == 1; nth++) {
+		ASSERT_EQ(1, register_buf(&io));
+		ASSERT_EQ(0, fail_nth_arm(self->nth_fd, nth));
+		ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, 0, 0,
+					 XFER_LEN, DEV_OFFSET);
+		fired = fail_nth_fired(self->nth_fd);
+		ASSERT_LE(0, fired);
+		EXPECT_TRUE(clean(ret, XFER_LEN))
+			TH_LOG("first read, allocation %u failed: %d", nth, ret);
+		failed += ret != XFER_LEN;
+
+		ret = round_trip(&io, SALT + nth, why, sizeof(why));
+		EXPECT_EQ(0, ret) TH_LOG("I/O after allocation %u failed: %s",
+					 nth, why);
+		ret = unregister_buf(&io, &c);
+		EXPECT_EQ(0, ret)
+			TH_LOG("allocation %u failed: after unregistering, %s: %s",
+			       nth, test_dmabuf_exp_str(&c, why, sizeof(why)),
+			       strerror(-ret));
+		if (_metadata->exit_code)
+			return;
+	}
+	ASSERT_EQ(0, fired) TH_LOG("still allocating after %u failures", MAX_NTH);
+	TH_LOG("first map: %u allocations, each failed once: %u reads failed",
+	       nth - 2, failed);
+}
+
+/*
+ * Invalidation and migration of a mapped dma-buf. A failure in the
+ * importer's move_notify (reserving the fence slot) must not leave the
+ * old mapping in use: after the migration, I/O must reach the new pages.
+ */
+TEST_F_TIMEOUT(faults, invalidation, 240)
+{
+	struct faults_io io = {
+		.ring = &self->ring, .dev_fd = self->dev_fd,
+		.dbuf = &self->dbuf, .expect = self->expect,
+	};
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
+	unsigned int nth, failed = 0;
+	int ret, fired = 1;
+
+	for (nth = 1; nth <= MAX_NTH && fired == 1; nth++) {
+		/* A new dma-buf: its reservation object has no fence slots. */
+		dmabuf_rw_buf_destroy(&self->dbuf);
+		ASSERT_EQ(0, dmabuf_rw_buf_create(&self->dbuf,
+						  DMABUF_RW_TEST_EXPORTER,
+						  DMABUF_SIZE));
+		ASSERT_EQ(1, register_buf(&io));
+		ret = round_trip(&io, SALT, why, sizeof(why));
+		ASSERT_EQ(0, ret) TH_LOG("%s", why);
+
+		ASSERT_EQ(0, fail_nth_arm(self->nth_fd, nth));
+		ret = test_dmabuf_exp_move(self->dbuf.fd, TEST_DMABUF_EXP_MIGRATE);
+		fired = fail_nth_fired(self->nth_fd);
+		ASSERT_LE(0, fired);
+		EXPECT_TRUE(clean(ret, 0))
+			TH_LOG("invalidation and migration, allocation %u failed: %d", nth, ret);
+		failed += ret != 0;
+
+		ret = round_trip(&io, SALT + nth, why, sizeof(why));
+		EXPECT_EQ(0, ret) TH_LOG("I/O after allocation %u failed: %s",
+					 nth, why);
+		ret = unregister_buf(&io, &c);
+		EXPECT_EQ(0, ret)
+			TH_LOG("allocation %u failed: after unregistering, %s: %s",
+			       nth, test_dmabuf_exp_str(&c, why, sizeof(why)),
+			       strerror(-ret));
+		if (_metadata->exit_code)
+			return;
+	}
+	ASSERT_EQ(0, fired) TH_LOG("still allocating after %u failures", MAX_NTH);
+	TH_LOG("invalidation: %u allocations, each failed once: %u moves refused",
+	       nth - 2, failed);
+}
+
+#define STORM_ROUNDS	60
+
+TEST_F_TIMEOUT(faults, remap_storm, 240)
+{
+	struct faults_io io = {
+		.ring = &self->ring, .dev_fd = self->dev_fd,
+		.dbuf = &self->dbuf, .expect = self->expect,
+	};
+	struct test_dmabuf_exp_counters c;
+	char why[DMABUF_RW_COUNTERS_STR];
+	unsigned int i, moves_failed = 0, reads_failed = 0;
+	int ret;
+
+	ASSERT_EQ(1, register_buf(&io));
+	for (i = 0; i < ARRAY_SIZE(storm_on); i++) {
+		ret = write_file(storm_on[i][0], storm_on[i][1]);
+		ASSERT_EQ(0, ret) TH_LOG("%s: %s", storm_on[i][0], strerror(-ret));
+	}
+	for (i = 0; i < STORM_ROUNDS; i++) {
+		ret = test_dmabuf_exp_move(self->dbuf.fd, 0);
+		EXPECT_TRUE(clean(ret, 0))
+			TH_LOG("invalidation in round %u: %d", i, ret);
+		moves_failed += ret != 0;
+		ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, 0, 0,
+					 XFER_LEN, DEV_OFFSET);
+		/*
+		 * io_uring's own answer when it cannot create the io-wq
+		 * worker the blocking retry needs: the I/O is cancelled.
+		 */
+		if (ret == -ECANCELED)
+			ret = -ENOMEM;
+		EXPECT_TRUE(clean(ret, XFER_LEN))
+			TH_LOG("read after an invalidation in round %u: %d", i, ret);
+		reads_failed += ret != XFER_LEN;
+	}
+	for (i = 0; i < ARRAY_SIZE(storm_off); i++) {
+		ret = write_file(storm_off[i][0], storm_off[i][1]);
+		ASSERT_EQ(0, ret) TH_LOG("%s: %s", storm_off[i][0], strerror(-ret));
+	}
+	ret = round_trip(&io, SALT, why, sizeof(why));
+	EXPECT_EQ(0, ret) TH_LOG("I/O after the storm: %s", why);
+	ret = unregister_buf(&io, &c);
+	EXPECT_EQ(0, ret)
+		TH_LOG("after the storm and unregistering, %s: %s",
+		       test_dmabuf_exp_str(&c, why, sizeof(why)), strerror(-ret));
+	TH_LOG("%u rounds: %u invalidations and %u reads failed cleanly",
+	       STORM_ROUNDS, moves_failed, reads_failed);
+}
+
+TEST_HARNESS_MAIN
