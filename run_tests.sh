@@ -7,6 +7,9 @@
 
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
+# The matrix: debug:swiotlb is the DMA API cell (every mapping bounced,
+# CONFIG_DMA_API_DEBUG checking each sync).
+ALL_CELLS=normal:off,normal:strict,normal:lazy,normal:passthrough,normal:swiotlb,debug:off,debug:strict,debug:lazy,debug:swiotlb
 # shellcheck source=ci/lib.sh
 . "$ROOT/ci/lib.sh"
 
@@ -18,12 +21,23 @@ usage: $0 [options]
                    a series file); default: kernel/series/rfc-v2.1
   --iommu MODE     strict (default), lazy, passthrough, off, or swiotlb
                    (no IOMMU, every DMA mapping bounced: swiotlb=force)
+  --debug          build and run the debug kernel (guest.config plus
+                   kernel/configs/debug.config: KASAN, lockdep,
+                   debugobjects, kmemleak, hung tasks, DMA API debug,
+                   fault injection); its own build directory
   --timeout SECS   hard limit for the guest run (default 900)
   --tests ARGS     arguments for the guest's run_kselftest.sh, comma
                    separated (e.g. -t,dmabuf-rw:dmabuf_rw_smoke)
   --append ARGS    extra guest kernel command line arguments
   --results DIR    where reports and logs go
-                   (default: results/<date>-<revision>-<iommu>)
+                   (default: results/<date>-<revision>-<iommu>[-debug])
+  --matrix         run the suite in every cell of the matrix (each a
+                   separate run, as with --iommu and --debug) and print
+                   one table: result, guest time and the stress figures
+                   per cell; the status is non-zero when a cell failed
+  --cells LIST     with --matrix: the cells, comma separated, each
+                   KERNEL:MODE with KERNEL normal or debug (default:
+                   $ALL_CELLS)
   -h, --help       this text
 
 Environment:
@@ -38,6 +52,9 @@ USAGE
 
 revision=$(default_revision)
 iommu=strict
+debug=0
+matrix=0
+cells=$ALL_CELLS
 limit=900
 tests=''
 extra_args=''
@@ -46,6 +63,9 @@ while (($#)); do
 	case $1 in
 	--revision) revision=${2:?}; shift 2 ;;
 	--iommu) iommu=${2:?}; shift 2 ;;
+	--debug) debug=1; shift ;;
+	--matrix) matrix=1; shift ;;
+	--cells) cells=${2:?}; shift 2 ;;
 	--timeout) limit=${2:?}; shift 2 ;;
 	--tests) tests=${2:?}; shift 2 ;;
 	--append) extra_args=${2:?}; shift 2 ;;
@@ -61,8 +81,71 @@ esac
 [[ -d "$revision" ]] || die "revision directory not found: $revision"
 revision=$(cd "$revision" && pwd)
 rev_name=$(basename "$revision")
+
+# stress_sum FILE WHAT: the sum of a figure the stress tests print.
+stress_sum() {
+	grep -o "io_during_invalidation:[0-9]* $2" "$1" 2>/dev/null |
+		awk -F'[: ]' '{ s += $2 } END { print s + 0 }'
+}
+
+# One run of this script per cell, then one table.
+run_matrix() {
+	local dir cell kind mode out rc=0 cell_rc args status
+	dir=${results:-$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-matrix}
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	printf '%-15s %-6s %7s %10s %13s %10s %-6s %s\n' cell result 'guest s' \
+		'stress I/O' invalidations migrations splat summary >"$dir/matrix.txt"
+	IFS=, read -ra cell_list <<<"$cells"
+	for cell in "${cell_list[@]}"; do
+		kind=${cell%%:*} mode=${cell#*:}
+		[[ "$kind" == normal || "$kind" == debug ]] ||
+			die "--cells: $cell: the kernel must be normal or debug"
+		out=$dir/$kind-$mode
+		args=(--revision "$revision" --iommu "$mode" --timeout "$limit"
+		      --results "$out")
+		[[ "$kind" == debug ]] && args+=(--debug)
+		[[ -n "$tests" ]] && args+=(--tests "$tests")
+		[[ -n "$extra_args" ]] && args+=(--append "$extra_args")
+		log "matrix: cell $cell (log: $out.log)"
+		cell_rc=0
+		"$0" "${args[@]}" >"$out.log" 2>&1 || cell_rc=$?
+		status=PASS
+		((cell_rc == 0)) || { status=FAIL; rc=1; }
+		printf '%-15s %-6s %7s %10s %13s %10s %-6s %s\n' "$cell" "$status" \
+			"$(cat "$out/guest-seconds" 2>/dev/null || echo -)" \
+			"$(stress_sum "$out/results.log" 'I/Os')" \
+			"$(stress_sum "$out/results.log" invalidations)" \
+			"$(grep -o 'io_during_invalidation:[0-9]* invalidations ([0-9]* with migration)' \
+				"$out/results.log" 2>/dev/null |
+				awk -F'[( ]' '{ s += $4 } END { print s + 0 }')" \
+			"$(awk -F'\t' '$1 == "kernel:splat" { print $2 }' "$out/results.tsv" 2>/dev/null)" \
+			"$(cat "$out/summary" 2>/dev/null || echo "no report: see $out.log")" \
+			>>"$dir/matrix.txt"
+		log "matrix: cell $cell: $status"
+	done
+	mkdir -p "$ROOT/results"
+	ln -sfn "$dir" "$ROOT/results/latest-matrix"
+	log "matrix: $dir (matrix.txt, one directory and log per cell)"
+	echo
+	cat "$dir/matrix.txt"
+	return "$rc"
+}
+
+if ((matrix)); then
+	run_matrix
+	exit $?
+fi
+
+kernel_kind=guest
+build_args=()
+if ((debug)); then
+	kernel_kind=debug
+	build_args=("$ROOT/kernel/configs/debug.config")
+fi
 if [[ -z "$results" ]]; then
 	results=$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-$iommu
+	((debug)) && results+=-debug
 fi
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
@@ -84,7 +167,8 @@ timed() {
 timed "install dependencies" "$ROOT/ci/install-deps" >/dev/null
 base=$(timed "fetch base" "$ROOT/ci/fetch-base")
 tree=$(timed "prepare $rev_name" "$ROOT/ci/prepare" --revision "$revision")
-build=$(timed "build" "$ROOT/ci/build" "$tree")
+build=$(BUILD_VARIANT=$kernel_kind timed "build (${kernel_kind/guest/normal} kernel)" \
+	"$ROOT/ci/build" "$tree" "${build_args[@]}")
 timed "initramfs" "$ROOT/ci/initramfs" "$build" "$build/initramfs.cpio.gz" >/dev/null
 
 base_desc=${KERNEL_SRC:+KERNEL_SRC=$base}
@@ -93,6 +177,7 @@ base_desc=${base_desc:-Debian $BASE_PKG $BASE_VERSION}
 	printf 'base:      %s\n' "$base_desc"
 	printf 'revision:  %s (%s)\n' "$rev_name" "$revision"
 	printf 'iommu:     %s\n' "$iommu"
+	printf 'kernel:    %s\n' "${kernel_kind/guest/normal}"
 	printf 'tree:      %s\n' "$tree"
 	printf 'build:     %s\n' "$build"
 } >"$results/run-info"
@@ -105,7 +190,8 @@ log "guest: booting (iommu $iommu, limit ${limit} s; console: $results/console.l
 "$ROOT/ci/guest-run" --kernel "$build/arch/x86/boot/bzImage" \
 	--initrd "$build/initramfs.cpio.gz" --out "$results" \
 	--iommu "$iommu" --timeout "$limit" --append "$append" || true
-log "guest: $(cat "$results/guest-status") after $(($(date +%s) - start)) s"
+echo "$(($(date +%s) - start))" >"$results/guest-seconds"
+log "guest: $(cat "$results/guest-status") after $(cat "$results/guest-seconds") s"
 
 rc=0
 "$ROOT/ci/report" "$results" "$tree" >"$results/table.txt" || rc=$?
