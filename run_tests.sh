@@ -94,7 +94,7 @@ run_matrix() {
 	dir=${results:-$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-matrix}
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
-	printf '%-15s %-6s %7s %10s %13s %10s %-6s %s\n' cell result 'guest s' \
+	printf '%-19s %-6s %7s %10s %13s %10s %-6s %s\n' cell result 'guest s' \
 		'stress I/O' invalidations migrations splat summary >"$dir/matrix.txt"
 	IFS=, read -ra cell_list <<<"$cells"
 	for cell in "${cell_list[@]}"; do
@@ -112,7 +112,7 @@ run_matrix() {
 		"$0" "${args[@]}" >"$out.log" 2>&1 || cell_rc=$?
 		status=PASS
 		((cell_rc == 0)) || { status=FAIL; rc=1; }
-		printf '%-15s %-6s %7s %10s %13s %10s %-6s %s\n' "$cell" "$status" \
+		printf '%-19s %-6s %7s %10s %13s %10s %-6s %s\n' "$cell" "$status" \
 			"$(cat "$out/guest-seconds" 2>/dev/null || echo -)" \
 			"$(stress_sum "$out/results.log" 'I/Os')" \
 			"$(stress_sum "$out/results.log" invalidations)" \
