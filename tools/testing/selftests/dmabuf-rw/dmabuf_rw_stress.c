@@ -152,6 +152,8 @@ static void __printf(2, 3) stress_fail(struct stress *st, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(st->failure, sizeof(st->failure), fmt, ap);
 		va_end(ap);
+		/* Now: if the I/O in flight never ends, the test never reports. */
+		ksft_print_msg("first failure: %s\n", st->failure);
 	}
 	pthread_mutex_unlock(&st->fail_lock);
 	atomic_store(&st->stop, true);
