@@ -79,6 +79,14 @@ static int fail_nth_fired(int fd)
 	return atoi(buf) == 0;
 }
 
+/* What the walks work on: the fixture's ring, device and dma-buf. */
+struct faults_io {
+	struct io_uring *ring;
+	int dev_fd;
+	struct dmabuf_rw_buf *dbuf;
+	__u8 *expect;
+};
+
 FIXTURE(faults) {
 	int dev_fd;
 	const char *dev_path;
@@ -87,6 +95,7 @@ FIXTURE(faults) {
 	bool ring_ready;
 	struct dmabuf_rw_buf dbuf;
 	__u8 *expect;
+	struct faults_io io;
 };
 
 FIXTURE_SETUP(faults)
@@ -134,6 +143,10 @@ FIXTURE_SETUP(faults)
 	ASSERT_EQ(0, ret) TH_LOG("creating the dma-buf: %s", strerror(-ret));
 	self->expect = malloc(XFER_LEN);
 	ASSERT_NE(NULL, self->expect);
+	self->io = (struct faults_io) {
+		.ring = &self->ring, .dev_fd = self->dev_fd,
+		.dbuf = &self->dbuf, .expect = self->expect,
+	};
 }
 
 FIXTURE_TEARDOWN(faults)
@@ -151,14 +164,6 @@ FIXTURE_TEARDOWN(faults)
 	if (self->dev_fd >= 0)
 		close(self->dev_fd);
 }
-
-/* What the helpers below work on: the fixture's ring, device and dma-buf. */
-struct faults_io {
-	struct io_uring *ring;
-	int dev_fd;
-	struct dmabuf_rw_buf *dbuf;
-	__u8 *expect;
-};
 
 static int register_buf(struct faults_io *io)
 {
@@ -223,32 +228,49 @@ static bool clean(int ret, int ok)
 	return ret == ok || ret == -ENOMEM;
 }
 
-TEST_F_TIMEOUT(faults, registration, 240)
+/*
+ * A path walked failure by failure: @prepare (may be NULL) brings the
+ * buffer to where the path starts, without failures; @run is the path,
+ * with the nth allocation failing, and gives @ok on success; unless
+ * @registers, the buffer is registered whatever @run gave.
+ */
+struct fault_walk {
+	const char *path;
+	const char *refused;
+	int (*prepare)(struct faults_io *io, char *why, size_t len);
+	int (*run)(struct faults_io *io);
+	int ok;
+	bool registers;
+};
+
+static void walk(struct __test_metadata *_metadata, struct faults_io *io,
+		 int nth_fd, const struct fault_walk *w)
 {
-	struct faults_io io = {
-		.ring = &self->ring, .dev_fd = self->dev_fd,
-		.dbuf = &self->dbuf, .expect = self->expect,
-	};
 	struct test_dmabuf_exp_counters c;
 	char why[DMABUF_RW_COUNTERS_STR];
 	unsigned int nth, failed = 0;
 	int ret, fired = 1;
 
 	for (nth = 1; nth <= MAX_NTH && fired == 1; nth++) {
-		ASSERT_EQ(0, fail_nth_arm(self->nth_fd, nth));
-		ret = register_buf(&io);
-		fired = fail_nth_fired(self->nth_fd);
+		if (w->prepare) {
+			ret = w->prepare(io, why, sizeof(why));
+			ASSERT_EQ(0, ret) TH_LOG("%s: preparing for failure %u: %s",
+						 w->path, nth, why);
+		}
+		ASSERT_EQ(0, fail_nth_arm(nth_fd, nth));
+		ret = w->run(io);
+		fired = fail_nth_fired(nth_fd);
 		ASSERT_LE(0, fired);
-		EXPECT_TRUE(clean(ret, 1))
-			TH_LOG("registration, allocation %u failed: %d", nth, ret);
-		failed += ret != 1;
+		EXPECT_TRUE(clean(ret, w->ok))
+			TH_LOG("%s, allocation %u failed: %d", w->path, nth, ret);
+		failed += ret != w->ok;
 
-		if (ret == 1) {
-			ret = round_trip(&io, SALT + nth, why, sizeof(why));
+		if (ret == w->ok || !w->registers) {
+			ret = round_trip(io, SALT + nth, why, sizeof(why));
 			EXPECT_EQ(0, ret) TH_LOG("I/O after allocation %u failed: %s",
 						 nth, why);
 		}
-		ret = unregister_buf(&io, &c);
+		ret = unregister_buf(io, &c);
 		EXPECT_EQ(0, ret)
 			TH_LOG("allocation %u failed: after unregistering, %s: %s",
 			       nth, test_dmabuf_exp_str(&c, why, sizeof(why)),
@@ -257,8 +279,31 @@ TEST_F_TIMEOUT(faults, registration, 240)
 			return;
 	}
 	ASSERT_EQ(0, fired) TH_LOG("still allocating after %u failures", MAX_NTH);
-	TH_LOG("registration: %u allocations, each failed once: %u registrations refused",
-	       nth - 2, failed);
+	TH_LOG("%s: %u allocations, each failed once: %u %s",
+	       w->path, nth - 2, failed, w->refused);
+}
+
+TEST_F_TIMEOUT(faults, registration, 240)
+{
+	static const struct fault_walk w = {
+		.path = "registration", .refused = "registrations refused",
+		.run = register_buf, .ok = 1, .registers = true,
+	};
+	walk(_metadata, &self->io, self->nth_fd, &w);
+}
+
+static int prepare_registered(struct faults_io *io, char *why, size_t len)
+{
+	int ret = register_buf(io);
+
+	snprintf(why, len, "registration: %d", ret);
+	return ret == 1 ? 0 : -EIO;
+}
+
+static int first_read(struct faults_io *io)
+{
+	return dmabuf_rw_fixed_io(io->ring, false, io->dev_fd, 0, 0,
+				  XFER_LEN, DEV_OFFSET);
 }
 
 /*
@@ -269,40 +314,33 @@ TEST_F_TIMEOUT(faults, registration, 240)
  */
 TEST_F_TIMEOUT(faults, first_map, 240)
 {
-	struct faults_io io = {
-		.ring = &self->ring, .dev_fd = self->dev_fd,
-		.dbuf = &self->dbuf, .expect = self->expect,
+	static const struct fault_walk w = {
+		.path = "first map", .refused = "reads failed",
+		.prepare = prepare_registered, .run = first_read,
+		.ok = XFER_LEN,
 	};
-	struct test_dmabuf_exp_counters c;
-	char why[DMABUF_RW_COUNTERS_STR];
-	unsigned int nth, failed = 0;
-	int ret, fired = 1;
+	walk(_metadata, &self->io, self->nth_fd, &w);
+}
 
-	for (nth = 1; nth <= MAX_NTH && fired == 1; nth++) {
-		ASSERT_EQ(1, register_buf(&io));
-		ASSERT_EQ(0, fail_nth_arm(self->nth_fd, nth));
-		ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, 0, 0,
-					 XFER_LEN, DEV_OFFSET);
-		fired = fail_nth_fired(self->nth_fd);
-		ASSERT_LE(0, fired);
-		EXPECT_TRUE(clean(ret, XFER_LEN))
-			TH_LOG("first read, allocation %u failed: %d", nth, ret);
-		failed += ret != XFER_LEN;
+/* A new dma-buf (its reservation object has no fence slots), mapped. */
+static int prepare_mapped(struct faults_io *io, char *why, size_t len)
+{
+	int ret;
 
-		ret = round_trip(&io, SALT + nth, why, sizeof(why));
-		EXPECT_EQ(0, ret) TH_LOG("I/O after allocation %u failed: %s",
-					 nth, why);
-		ret = unregister_buf(&io, &c);
-		EXPECT_EQ(0, ret)
-			TH_LOG("allocation %u failed: after unregistering, %s: %s",
-			       nth, test_dmabuf_exp_str(&c, why, sizeof(why)),
-			       strerror(-ret));
-		if (_metadata->exit_code)
-			return;
+	dmabuf_rw_buf_destroy(io->dbuf);
+	ret = dmabuf_rw_buf_create(io->dbuf, DMABUF_RW_TEST_EXPORTER,
+				   DMABUF_SIZE);
+	if (ret) {
+		snprintf(why, len, "creating the dma-buf: %s", strerror(-ret));
+		return ret;
 	}
-	ASSERT_EQ(0, fired) TH_LOG("still allocating after %u failures", MAX_NTH);
-	TH_LOG("first map: %u allocations, each failed once: %u reads failed",
-	       nth - 2, failed);
+	ret = prepare_registered(io, why, len);
+	return ret ?: round_trip(io, SALT, why, len);
+}
+
+static int move_migrate(struct faults_io *io)
+{
+	return test_dmabuf_exp_move(io->dbuf->fd, TEST_DMABUF_EXP_MIGRATE);
 }
 
 /*
@@ -312,47 +350,11 @@ TEST_F_TIMEOUT(faults, first_map, 240)
  */
 TEST_F_TIMEOUT(faults, invalidation, 240)
 {
-	struct faults_io io = {
-		.ring = &self->ring, .dev_fd = self->dev_fd,
-		.dbuf = &self->dbuf, .expect = self->expect,
+	static const struct fault_walk w = {
+		.path = "invalidation", .refused = "moves refused",
+		.prepare = prepare_mapped, .run = move_migrate, .ok = 0,
 	};
-	struct test_dmabuf_exp_counters c;
-	char why[DMABUF_RW_COUNTERS_STR];
-	unsigned int nth, failed = 0;
-	int ret, fired = 1;
-
-	for (nth = 1; nth <= MAX_NTH && fired == 1; nth++) {
-		/* A new dma-buf: its reservation object has no fence slots. */
-		dmabuf_rw_buf_destroy(&self->dbuf);
-		ASSERT_EQ(0, dmabuf_rw_buf_create(&self->dbuf,
-						  DMABUF_RW_TEST_EXPORTER,
-						  DMABUF_SIZE));
-		ASSERT_EQ(1, register_buf(&io));
-		ret = round_trip(&io, SALT, why, sizeof(why));
-		ASSERT_EQ(0, ret) TH_LOG("%s", why);
-
-		ASSERT_EQ(0, fail_nth_arm(self->nth_fd, nth));
-		ret = test_dmabuf_exp_move(self->dbuf.fd, TEST_DMABUF_EXP_MIGRATE);
-		fired = fail_nth_fired(self->nth_fd);
-		ASSERT_LE(0, fired);
-		EXPECT_TRUE(clean(ret, 0))
-			TH_LOG("invalidation and migration, allocation %u failed: %d", nth, ret);
-		failed += ret != 0;
-
-		ret = round_trip(&io, SALT + nth, why, sizeof(why));
-		EXPECT_EQ(0, ret) TH_LOG("I/O after allocation %u failed: %s",
-					 nth, why);
-		ret = unregister_buf(&io, &c);
-		EXPECT_EQ(0, ret)
-			TH_LOG("allocation %u failed: after unregistering, %s: %s",
-			       nth, test_dmabuf_exp_str(&c, why, sizeof(why)),
-			       strerror(-ret));
-		if (_metadata->exit_code)
-			return;
-	}
-	ASSERT_EQ(0, fired) TH_LOG("still allocating after %u failures", MAX_NTH);
-	TH_LOG("invalidation: %u allocations, each failed once: %u moves refused",
-	       nth - 2, failed);
+	walk(_metadata, &self->io, self->nth_fd, &w);
 }
 
 TEST_HARNESS_MAIN
