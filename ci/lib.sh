@@ -13,6 +13,11 @@ BASE_VERSION=${BASE_VERSION:-7.2.13-1}
 # Suites searched for the package, in order.
 BASE_SUITES=(sid trixie-backports)
 
+# The peer regression's liburing: Debian's source package, its own test
+# suite (ci/fetch-liburing).
+LIBURING_VERSION=${LIBURING_VERSION:-2.9-1}
+LIBURING_SUITES=(trixie sid)
+
 export DMABUF_RW_ROOT DMABUF_RW_CACHE
 
 log() {
@@ -94,3 +99,62 @@ revision_name() {
 # same path.
 OVERLAY_DIRS=(lib/kunit-dmatok lib/test_dmabuf_exporter.c lib/test_dmabuf_exporter_uapi.h
 	tools/testing/selftests/dmabuf-rw)
+
+# The first Debian archive URI of the system's configuration (one-line
+# .list or deb822 .sources), skipping security and third-party entries.
+system_mirror() {
+	local f
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[[ -f "$f" ]] || continue
+		awk '$1 == "deb" {
+			for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) break
+			if ($i ~ /\/debian\/?$/ && $(i + 1) !~ /security/) print $i
+		}' "$f"
+	done
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[[ -f "$f" ]] || continue
+		awk 'BEGIN { RS = ""; FS = "\n" } {
+			uri = ""; suites = ""; types = ""
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^URIs:/) { sub(/^URIs:[ \t]*/, "", $i); uri = $i }
+				if ($i ~ /^Suites:/) suites = $i
+				if ($i ~ /^Types:/) types = $i
+			}
+			split(uri, u, /[ \t]+/)
+			if (types ~ /deb( |$)/ && u[1] ~ /\/debian\/?$/ && suites !~ /security/)
+				print u[1]
+		}' "$f"
+	done
+}
+
+# private_apt DIR: an apt configuration of its own in DIR, on the
+# system's Debian mirror, so that fetching a package leaves the system's
+# apt state alone.  Sets APT_DIR and APT_OPTS (for apt-get and
+# apt-cache); private_apt_suite then selects the suite.
+private_apt() {
+	APT_DIR=$1
+	APT_MIRROR=$(system_mirror | awk 'NR == 1')
+	[[ -n "$APT_MIRROR" ]] || die "no Debian mirror found in /etc/apt/sources.list{,.d}"
+	APT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+	[[ -f "$APT_KEYRING" ]] ||
+		die "$APT_KEYRING missing: apt-get install debian-archive-keyring"
+	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
+	APT_OPTS=(
+		-o "Dir::Etc::SourceList=$APT_DIR/sources.list"
+		-o "Dir::Etc::SourceParts=/dev/null"
+		-o "Dir::State::Lists=$APT_DIR/lists"
+		-o "Dir::Cache=$APT_DIR"
+		-o "Dir::Cache::archives=$APT_DIR/archives"
+		-o "APT::Get::List-Cleanup=false"
+		-o "Acquire::Languages=none"
+	)
+}
+
+# private_apt_suite TYPE SUITE: use SUITE (TYPE deb or deb-src) of the
+# mirror's main component, and update its lists; the log is
+# APT_DIR/update-TYPE-SUITE.log.
+private_apt_suite() {
+	printf '%s [signed-by=%s] %s %s main\n' "$1" "$APT_KEYRING" "$APT_MIRROR" "$2" \
+		>"$APT_DIR/sources.list"
+	apt-get "${APT_OPTS[@]}" update >"$APT_DIR/update-$1-$2.log" 2>&1
+}
