@@ -9,6 +9,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 # The matrix: debug:swiotlb is the DMA API cell (every mapping bounced,
 # CONFIG_DMA_API_DEBUG checking each sync).
+BENCH_MODES=off,passthrough,lazy,strict
+BENCH_ARGS='-t 1 -r 3'
 ALL_CELLS=normal:off,normal:strict,normal:lazy,normal:passthrough,normal:swiotlb,debug:off,debug:strict,debug:lazy,debug:swiotlb
 # shellcheck source=ci/lib.sh
 . "$ROOT/ci/lib.sh"
@@ -38,6 +40,16 @@ usage: $0 [options]
   --cells LIST     with --matrix: the cells, comma separated, each
                    KERNEL:MODE with KERNEL normal or debug (default:
                    $ALL_CELLS)
+  --bench          run the benchmark instead of the tests: one guest boot
+                   per IOMMU mode, dmabuf_rw_bench on a null-backed NVMe
+                   drive, one table (ci/bench); default results
+                   results/<date>-<revision>-bench
+  --bench-modes LIST
+                   with --bench: the IOMMU modes, comma separated
+                   (default: $BENCH_MODES)
+  --bench-args ARGS
+                   with --bench: dmabuf_rw_bench's arguments, as one argument
+                   (default: "$BENCH_ARGS"; see dmabuf_rw_bench -h)
   -h, --help       this text
 
 Environment:
@@ -54,6 +66,9 @@ revision=$(default_revision)
 iommu=strict
 debug=0
 matrix=0
+bench=0
+bench_modes=$BENCH_MODES
+bench_args=$BENCH_ARGS
 cells=$ALL_CELLS
 limit=900
 tests=''
@@ -66,6 +81,9 @@ while (($#)); do
 	--debug) debug=1; shift ;;
 	--matrix) matrix=1; shift ;;
 	--cells) cells=${2:?}; shift 2 ;;
+	--bench) bench=1; shift ;;
+	--bench-modes) bench_modes=${2:?}; shift 2 ;;
+	--bench-args) bench_args=${2:?}; shift 2 ;;
 	--timeout) limit=${2:?}; shift 2 ;;
 	--tests) tests=${2:?}; shift 2 ;;
 	--append) extra_args=${2:?}; shift 2 ;;
@@ -78,6 +96,8 @@ case $iommu in
 strict|lazy|passthrough|off|swiotlb) ;;
 *) die "--iommu must be strict, lazy, passthrough, off or swiotlb (got $iommu)" ;;
 esac
+((bench && (matrix || debug))) &&
+	die "--bench runs the normal kernel in the modes of --bench-modes: not with --matrix or --debug"
 [[ -d "$revision" ]] || die "revision directory not found: $revision"
 revision=$(cd "$revision" && pwd)
 rev_name=$(basename "$revision")
@@ -146,6 +166,7 @@ fi
 if [[ -z "$results" ]]; then
 	results=$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-$iommu
 	((debug)) && results+=-debug
+	((bench)) && results=$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-bench
 fi
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
@@ -170,6 +191,19 @@ tree=$(timed "prepare $rev_name" "$ROOT/ci/prepare" --revision "$revision")
 build=$(BUILD_VARIANT=$kernel_kind timed "build (${kernel_kind/guest/normal} kernel)" \
 	"$ROOT/ci/build" "$tree" "${build_args[@]}")
 timed "initramfs" "$ROOT/ci/initramfs" "$build" "$build/initramfs.cpio.gz" >/dev/null
+
+if ((bench)); then
+	read -ra bench_words <<<"$bench_args"
+	rc=0
+	"$ROOT/ci/bench" --kernel "$build/arch/x86/boot/bzImage" \
+		--initrd "$build/initramfs.cpio.gz" --out "$results" \
+		--modes "$bench_modes" --timeout "$limit" -- "${bench_words[@]}" || rc=$?
+	mkdir -p "$ROOT/results"
+	ln -sfn "$results" "$ROOT/results/latest-bench"
+	log "total $(($(date +%s) - run_start)) s"
+	((rc == 0)) || stage_fail benchmark "a mode failed (above); logs in $results"
+	exit 0
+fi
 
 base_desc=${KERNEL_SRC:+KERNEL_SRC=$base}
 base_desc=${base_desc:-Debian $BASE_PKG $BASE_VERSION}
