@@ -67,6 +67,7 @@ iommu=strict
 debug=0
 matrix=0
 bench=0
+iommu_set=0
 bench_modes=$BENCH_MODES
 bench_args=$BENCH_ARGS
 cells=$ALL_CELLS
@@ -77,7 +78,7 @@ results=''
 while (($#)); do
 	case $1 in
 	--revision) revision=${2:?}; shift 2 ;;
-	--iommu) iommu=${2:?}; shift 2 ;;
+	--iommu) iommu=${2:?}; iommu_set=1; shift 2 ;;
 	--debug) debug=1; shift ;;
 	--matrix) matrix=1; shift ;;
 	--cells) cells=${2:?}; shift 2 ;;
@@ -96,8 +97,10 @@ case $iommu in
 strict|lazy|passthrough|off|swiotlb) ;;
 *) die "--iommu must be strict, lazy, passthrough, off or swiotlb (got $iommu)" ;;
 esac
-((bench && (matrix || debug))) &&
-	die "--bench runs the normal kernel in the modes of --bench-modes: not with --matrix or --debug"
+((bench && (matrix || debug || iommu_set))) &&
+	die "--bench runs the normal kernel in the modes of --bench-modes: not with --matrix, --debug or --iommu"
+[[ "$bench" == 0 || -z "$tests$extra_args" ]] ||
+	die "--bench runs the benchmark alone: not with --tests or --append"
 [[ -d "$revision" ]] || die "revision directory not found: $revision"
 revision=$(cd "$revision" && pwd)
 rev_name=$(basename "$revision")

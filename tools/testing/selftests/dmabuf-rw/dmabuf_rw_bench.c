@@ -18,11 +18,17 @@
  *   bench kind=K op=O bs=B qd=Q rep=R ios=N sec=S iops=I cpu_ns=C
  *         task_ns=T p50_us=L p99_us=L p999_us=L
  *
- * cpu_ns is the CPU time of the whole machine per I/O (all CPUs' busy
- * time from /proc/stat, interrupts and softirqs included, wherever they
- * ran): the figure to compare, on an otherwise idle machine. task_ns is
- * this process's user + system time per I/O. The latencies are from
- * submission to completion as this process sees them. At the end a
+ * cpu_ns is the CPU time of the whole machine per I/O: the run's elapsed
+ * time on every online CPU less their idle and iowait time from
+ * /proc/stat, so interrupts and softirqs count wherever they ran; the
+ * figure to compare, on an otherwise idle machine. (The busy fields of
+ * /proc/stat are sampled at each tick, and a guest under emulation
+ * loses ticks; idle time is measured when the CPU leaves idle.) Its
+ * resolution is /proc/stat's clock tick (10 ms) over the run. task_ns is
+ * this process's user + system time per I/O. The latencies are from the
+ * preparation of an SQE (submitted at the next io_uring_submit_and_wait,
+ * once the completions at hand are handled) to the handling of its
+ * completion, over the first million I/Os of a run. At the end a
  * table gives, per cell, the median of the runs and their spread
  * (max - min, in % of the median).
  *
@@ -46,6 +52,8 @@ static const char *const kind_names[NR_KINDS] = {
 #define MAX_LIST	8
 #define MAX_QD		256
 #define MAX_BS		(1024 * 1024)
+#define MAX_REPS	32
+#define MAX_LAT		1048576UL
 
 struct bench_opts {
 	unsigned int kinds[NR_KINDS];
@@ -101,23 +109,22 @@ static double now_ns(void)
 	return ts_ns(&ts);
 }
 
-/* Busy and idle time of all CPUs, in clock ticks, from /proc/stat. */
-static int cpu_ticks(unsigned long long *busy, unsigned long long *idle)
+/* Idle and iowait time of all CPUs, in clock ticks, from /proc/stat. */
+static int idle_ticks(unsigned long long *idle)
 {
-	unsigned long long v[8] = { 0 };
+	unsigned long long v[5];
 	FILE *f;
 	int n;
 
 	f = fopen("/proc/stat", "re");
 	if (!f)
 		return -errno;
-	/* user nice system idle iowait irq softirq steal */
-	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+	/* user nice system idle iowait ... */
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4]);
 	fclose(f);
-	if (n != 8)
+	if (n != 5)
 		return -EIO;
-	*busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
 	*idle = v[3] + v[4];
 	return 0;
 }
@@ -200,6 +207,8 @@ static long run_ios(struct bench_ctx *c, unsigned long nr_ios,
 	}
 	while (inflight) {
 		ret = io_uring_submit_and_wait(&c->ring, 1);
+		if (ret == -EINTR)
+			continue;
 		if (ret < 0)
 			return ret;
 		while (!io_uring_peek_cqe(&c->ring, &cqe)) {
@@ -252,7 +261,9 @@ static int ctx_init(struct bench_ctx *c, const struct bench_opts *o,
 		    enum bench_kind kind, bool write, unsigned int bs,
 		    unsigned int qd, int dev_fd, __u64 dev_size)
 {
-	size_t size = (size_t)bs * qd;
+	size_t page = sysconf(_SC_PAGESIZE);
+	/* udmabuf and the test exporter take whole pages */
+	size_t size = ((size_t)bs * qd + page - 1) / page * page;
 	struct iovec iov;
 	int ret;
 
@@ -264,11 +275,12 @@ static int ctx_init(struct bench_ctx *c, const struct bench_opts *o,
 	c->bs = bs;
 	c->qd = qd;
 	c->dev_blocks = dev_size / bs;
-	c->rng = o->seed ? o->seed : 1;
-	c->max_lat = o->nr_ios;
+	c->max_lat = o->nr_ios < MAX_LAT ? o->nr_ios : MAX_LAT;
+	if (!c->dev_blocks)
+		return -ENOSPC;
 	c->submitted = calloc(qd, sizeof(*c->submitted));
 	c->lat_ns = calloc(c->max_lat, sizeof(*c->lat_ns));
-	if (!c->submitted || !c->lat_ns || !c->dev_blocks)
+	if (!c->submitted || !c->lat_ns)
 		return -ENOMEM;
 
 	ret = dmabuf_rw_ring_init(&c->ring, qd);
@@ -327,7 +339,8 @@ static double percentile_us(const __u64 *v, unsigned long n, double p)
 static int bench_run(struct bench_ctx *c, const struct bench_opts *o,
 		     struct bench_result *r)
 {
-	unsigned long long busy0, idle0, busy1, idle1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned long long idle0, idle1;
 	double t0, t1, task0, task1;
 	long ticks = sysconf(_SC_CLK_TCK);
 	unsigned long warmup;
@@ -341,7 +354,7 @@ static int bench_run(struct bench_ctx *c, const struct bench_opts *o,
 		return done;
 
 	c->nr_lat = 0;
-	ret = cpu_ticks(&busy0, &idle0);
+	ret = idle_ticks(&idle0);
 	if (ret)
 		return ret;
 	task0 = task_cpu_ns();
@@ -349,7 +362,7 @@ static int bench_run(struct bench_ctx *c, const struct bench_opts *o,
 	done = run_ios(c, o->nr_ios, t0 + 1e9 * o->seconds, true);
 	t1 = now_ns();
 	task1 = task_cpu_ns();
-	ret = cpu_ticks(&busy1, &idle1);
+	ret = idle_ticks(&idle1);
 	if (done < 0)
 		return done;
 	if (ret)
@@ -361,7 +374,9 @@ static int bench_run(struct bench_ctx *c, const struct bench_opts *o,
 	r->ios = done;
 	r->sec = (t1 - t0) / 1e9;
 	r->iops = done / r->sec;
-	r->cpu_ns = (busy1 - busy0) * (1e9 / ticks) / done;
+	r->cpu_ns = ((t1 - t0) * cpus - (idle1 - idle0) * (1e9 / ticks)) / done;
+	if (r->cpu_ns < 0)
+		r->cpu_ns = 0;
 	r->task_ns = (task1 - task0) / done;
 	r->p50_us = percentile_us(c->lat_ns, c->nr_lat, 0.50);
 	r->p99_us = percentile_us(c->lat_ns, c->nr_lat, 0.99);
@@ -379,7 +394,7 @@ static int cmp_double(const void *a, const void *b)
 /* Median of @n values, and their spread (max - min) in % of it. */
 static double median(const double *v, unsigned int n, double *spread)
 {
-	double s[MAX_LIST * 4];
+	double s[MAX_REPS];
 	double m;
 
 	memcpy(s, v, n * sizeof(*v));
@@ -401,7 +416,8 @@ static int bench_cell(const struct bench_opts *o, enum bench_kind kind,
 		      bool write, unsigned int bs, unsigned int qd, int dev_fd,
 		      __u64 dev_size, struct cell_summary *s)
 {
-	double iops[32], cpu[32], task[32], p50[32], p99[32], unused;
+	double iops[MAX_REPS], cpu[MAX_REPS], task[MAX_REPS];
+	double p50[MAX_REPS], p99[MAX_REPS], unused;
 	struct bench_result r = { 0 };
 	struct bench_ctx c;
 	unsigned int rep;
@@ -410,7 +426,9 @@ static int bench_cell(const struct bench_opts *o, enum bench_kind kind,
 	for (rep = 0; rep < o->reps; rep++) {
 		ret = ctx_init(&c, o, kind, write, bs, qd, dev_fd, dev_size);
 		/* Each rep its own offsets, reproducible from the seed. */
-		c.rng ^= (__u64)(rep + 1) * 0x9e3779b97f4a7c15ULL;
+		c.rng = o->seed ^ (__u64)(rep + 1) * 0x9e3779b97f4a7c15ULL;
+		if (!c.rng)
+			c.rng = 1;
 		if (!ret)
 			ret = bench_run(&c, o, &r);
 		ctx_destroy(&c);
@@ -464,6 +482,8 @@ static int parse_list(const char *arg, unsigned int *v, unsigned long max)
 	char *copy = strdup(arg), *tok, *save, *end;
 	int n = 0;
 
+	if (!copy)
+		return -1;
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		unsigned long x = strtoul(tok, &end, 0);
@@ -475,7 +495,7 @@ static int parse_list(const char *arg, unsigned int *v, unsigned long max)
 		v[n++] = x;
 	}
 	free(copy);
-	return n;
+	return n ? n : -1;
 }
 
 static int parse_kinds(const char *arg, struct bench_opts *o)
@@ -483,6 +503,8 @@ static int parse_kinds(const char *arg, struct bench_opts *o)
 	char *copy = strdup(arg), *tok, *save;
 	int k, ret = 0;
 
+	if (!copy)
+		return -1;
 	o->nr_kinds = 0;
 	for (tok = strtok_r(copy, ",", &save); tok && !ret;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -503,6 +525,8 @@ static int parse_ops(const char *arg, struct bench_opts *o)
 	char *copy = strdup(arg), *tok, *save;
 	int ret = 0;
 
+	if (!copy)
+		return -1;
 	o->ops[0] = false;
 	o->ops[1] = false;
 	for (tok = strtok_r(copy, ",", &save); tok;
@@ -574,7 +598,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'r':
 			o->reps = strtoul(optarg, &end, 0);
-			if (*end || !o->reps || o->reps > 32)
+			if (*end || !o->reps || o->reps > MAX_REPS)
 				goto bad;
 			break;
 		case 's':
@@ -611,7 +635,9 @@ static void cell_error(enum bench_kind kind, bool write, unsigned int bs,
 {
 	const char *why = strerror(-err);
 
-	if (err == -ENOENT && kind == KIND_UDMABUF)
+	if (err == -ENOSPC)
+		why = "the device is smaller than one block";
+	else if (err == -ENOENT && kind == KIND_UDMABUF)
 		why = dmabuf_rw_exporter_missing(DMABUF_RW_UDMABUF);
 	else if (err == -ENOENT && kind == KIND_EXPORTER)
 		why = dmabuf_rw_exporter_missing(DMABUF_RW_TEST_EXPORTER);
