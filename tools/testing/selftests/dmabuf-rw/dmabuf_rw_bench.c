@@ -18,14 +18,14 @@
  *   bench kind=K op=O bs=B qd=Q rep=R ios=N sec=S iops=I cpu_ns=C
  *         task_ns=T p50_us=L p99_us=L p999_us=L
  *
- * cpu_ns is the CPU time of the whole machine per I/O: the run's elapsed
- * time on every online CPU less their idle and iowait time from
- * /proc/stat, so interrupts and softirqs count wherever they ran; the
- * figure to compare, on an otherwise idle machine. (The busy fields of
- * /proc/stat are sampled at each tick, and a guest under emulation
- * loses ticks; idle time is measured when the CPU leaves idle.) Its
- * resolution is /proc/stat's clock tick (10 ms) over the run. task_ns is
- * this process's user + system time per I/O. The latencies are from the
+ * task_ns is this process's user + system time per I/O (all its threads,
+ * io-wq workers included; the scheduler's runtime, not tick samples): the
+ * figure to compare. cpu_ns is the CPU time of the whole machine per
+ * I/O: the run's elapsed time on every online CPU less their idle and
+ * iowait time from /proc/stat, so interrupts and softirqs count wherever
+ * they ran. Its resolution is /proc/stat's clock tick (10 ms) over the
+ * run, and under TCG it reads lower than task_ns at queue depth 1, which
+ * it cannot be: use it for ratios only. The latencies are from the
  * preparation of an SQE (submitted at the next io_uring_submit_and_wait,
  * once the completions at hand are handled) to the handling of its
  * completion, over the first million I/Os of a run. At the end a
