@@ -519,17 +519,17 @@ static long tdexp_counters(struct test_dmabuf_exp_counters __user *uarg)
 	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
 }
 
-static bool tdexp_settled(struct tdexp_counters *cnt, u32 flags,
-			  u32 buffers)
+static bool tdexp_settled(struct tdexp_counters *cnt,
+			  const struct test_dmabuf_exp_wait *arg)
 {
-	if ((flags & TEST_DMABUF_EXP_UNMAPPED) &&
+	if ((arg->flags & TEST_DMABUF_EXP_UNMAPPED) &&
 	    tdexp_read(cnt, TDEXP_MAPS) != tdexp_read(cnt, TDEXP_UNMAPS))
 		return false;
-	if ((flags & TEST_DMABUF_EXP_DETACHED) &&
-	    tdexp_read(cnt, TDEXP_ATTACHMENTS))
+	if ((arg->flags & TEST_DMABUF_EXP_DETACHED) &&
+	    tdexp_read(cnt, TDEXP_ATTACHMENTS) > arg->attachments)
 		return false;
-	if ((flags & TEST_DMABUF_EXP_RELEASED) &&
-	    tdexp_read(cnt, TDEXP_BUFFERS) > buffers)
+	if ((arg->flags & TEST_DMABUF_EXP_RELEASED) &&
+	    tdexp_read(cnt, TDEXP_BUFFERS) > arg->buffers)
 		return false;
 	return true;
 }
@@ -549,6 +549,8 @@ static long tdexp_wait(struct test_dmabuf_exp_wait __user *uarg)
 		return -EINVAL;
 	if (arg.buffers && !(arg.flags & TEST_DMABUF_EXP_RELEASED))
 		return -EINVAL;
+	if (arg.attachments && !(arg.flags & TEST_DMABUF_EXP_DETACHED))
+		return -EINVAL;
 
 	if (arg.fd == -1) {
 		cnt = &tdexp_total;
@@ -563,8 +565,7 @@ static long tdexp_wait(struct test_dmabuf_exp_wait __user *uarg)
 	}
 
 	ret = wait_event_interruptible_timeout(tdexp_wq,
-					       tdexp_settled(cnt, arg.flags,
-							     arg.buffers),
+					       tdexp_settled(cnt, &arg),
 					       tdexp_timeout(arg.timeout_ms));
 	if (dmabuf)
 		dma_buf_put(dmabuf);

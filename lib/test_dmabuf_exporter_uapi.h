@@ -85,8 +85,10 @@ struct test_dmabuf_exp_counters {
 /*
  * TEST_DMABUF_EXP_WAIT: wait until the dma-buf @fd (or, with @fd == -1,
  * the whole exporter) has no live mapping (TEST_DMABUF_EXP_UNMAPPED), no
- * live attachment (TEST_DMABUF_EXP_DETACHED) and, for the whole exporter
- * only, no more than @buffers live dma-bufs (TEST_DMABUF_EXP_RELEASED).
+ * more than @attachments live attachments (TEST_DMABUF_EXP_DETACHED) and,
+ * for the whole exporter only, no more than @buffers live dma-bufs
+ * (TEST_DMABUF_EXP_RELEASED). @attachments and @buffers must be 0
+ * without the flag that uses them.
  * Importers may drop mappings, attachments and their dma-buf references
  * from a workqueue after the operation that ended them returned; this is
  * how a test waits for that instead of sleeping.
@@ -98,6 +100,7 @@ struct test_dmabuf_exp_wait {
 	__u32 flags;
 	__u32 timeout_ms;
 	__u32 buffers;
+	__u32 attachments;
 };
 
 #define TEST_DMABUF_EXP_UNMAPPED	0x1

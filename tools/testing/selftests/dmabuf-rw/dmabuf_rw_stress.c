@@ -922,9 +922,16 @@ static void __noreturn io_until_killed(struct stress *st, int ready_fd)
 TEST_F_TIMEOUT(race, kill_during_io, 240)
 {
 	struct stress *st = self->st;
-	unsigned int round;
+	__u64 attached[NR_DMABUFS];
+	struct test_dmabuf_exp_counters c;
+	unsigned int round, i;
 	int status, ret;
 
+	/* What our own rings hold: each child's ring adds to it. */
+	for (i = 0; i < st->nr_dmabufs; i++) {
+		ASSERT_EQ(0, test_dmabuf_exp_counters(st->dbuf[i].fd, &c));
+		attached[i] = c.attachments;
+	}
 	stress_arm(st, 3600);
 	for (round = 0; round < KILL_ROUNDS; round++) {
 		int pipefd[2];
@@ -950,9 +957,24 @@ TEST_F_TIMEOUT(race, kill_during_io, 240)
 		ASSERT_TRUE(WIFSIGNALED(status))
 			TH_LOG("the child exited %d", WEXITSTATUS(status));
 		/*
-		 * The child's I/O ended with it; what its writes left is not
-		 * known here: write the area again for the next child.
+		 * The dead child's ring is torn down from a workqueue: its
+		 * buffers, and so its attachments, go once the last of its
+		 * I/O completed. Wait for that, so none of its writes lands
+		 * after the area is written again for the next child.
 		 */
+		for (i = 0; i < st->nr_dmabufs; i++) {
+			struct test_dmabuf_exp_wait wait = {
+				.fd = st->dbuf[i].fd,
+				.flags = TEST_DMABUF_EXP_DETACHED,
+				.attachments = attached[i],
+			};
+
+			ret = test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_WAIT,
+						    &wait);
+			ASSERT_EQ(0, ret)
+				TH_LOG("round %u: the dead child kept dma-buf %u: %s",
+				       round, i, strerror(-ret));
+		}
 		ASSERT_EQ(0, prefill_device(st));
 	}
 	/* Teardown: the killed children's rings let go of everything. */
