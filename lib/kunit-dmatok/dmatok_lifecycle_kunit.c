@@ -101,6 +101,8 @@ struct dmatok_lc {
 	struct blk_mq_tag_set set;
 	struct gendisk *disk;
 	bool set_allocated;
+	/* the queue's references before any token took one */
+	unsigned int queue_refs;
 
 	struct dma_buf *dmabuf;
 	struct dmatok_lc_exporter *exp;
@@ -539,9 +541,10 @@ static bool dmatok_lc_workers_done(struct dmatok_lc *lc, bool kill)
 	} while (!done && time_before(jiffies, end));
 	if (!done)
 		return false;
+	/* A worker wakes lc->wq after it counts itself done: let it return. */
 	for (i = 0; i < ARRAY_SIZE(lc->workers); i++) {
 		if (lc->workers[i])
-			put_task_struct(lc->workers[i]);
+			kthread_stop_put(lc->workers[i]);
 		lc->workers[i] = NULL;
 	}
 	return true;
@@ -758,9 +761,15 @@ static bool dmatok_lc_quiet(struct dmatok_lc *lc)
 {
 	int maps = atomic_read(&lc->map_gen);
 
+	/*
+	 * The work item that frees a token's last map calls back into the
+	 * driver, wakes lc->wq, and only then drops the token's queue
+	 * reference: until that is back, the work item may still touch lc.
+	 */
 	return atomic_read(&lc->unmap_calls) == maps &&
 	       atomic_read(&lc->clean_calls) == atomic_read(&lc->init_calls) -
-						(lc->fail_init ? 1 : 0);
+						(lc->fail_init ? 1 : 0) &&
+	       dmatok_lc_queue_refs(lc) == lc->queue_refs;
 }
 
 /*
@@ -874,6 +883,7 @@ static int dmatok_lc_init(struct kunit *test)
 		return PTR_ERR(disk);
 	set_capacity(disk, DMATOK_LC_NR_SECTORS);
 	lc->disk = disk;
+	lc->queue_refs = dmatok_lc_queue_refs(lc);
 
 	test->priv = lc;
 	return 0;
