@@ -22,6 +22,8 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/debug.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
@@ -419,6 +421,37 @@ static int tdexp_migrate(struct tdexp_buffer *buf)
 	return 0;
 }
 
+/*
+ * The fences did not signal in time: name them and, once a boot, show the
+ * tasks blocked meanwhile (as the hung task detector would, which a wait
+ * bounded below its timeout never trips), so that the wait that held them
+ * up can be told from a stalled CPU.
+ */
+static void tdexp_show_stuck(struct dma_resv *resv)
+{
+	static atomic_t shown = ATOMIC_INIT(0);
+	struct dma_resv_iter cursor;
+	struct task_struct *g, *t;
+	struct dma_fence *fence;
+
+	dma_resv_for_each_fence(&cursor, resv, DMA_RESV_USAGE_BOOKKEEP, fence)
+		if (!dma_fence_is_signaled(fence))
+			pr_err("  not signalled: fence %llu:%llu\n",
+			       fence->context, fence->seqno);
+	if (atomic_xchg(&shown, 1))
+		return;
+	pr_err("tasks blocked while the fences were waited for:\n");
+	rcu_read_lock();
+	for_each_process_thread(g, t) {
+		unsigned int state = READ_ONCE(t->__state);
+
+		if ((state & TASK_UNINTERRUPTIBLE) &&
+		    !(state & (TASK_WAKEKILL | TASK_NOLOAD)))
+			sched_show_task(t);
+	}
+	rcu_read_unlock();
+}
+
 static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
 {
 	struct test_dmabuf_exp_move arg;
@@ -464,6 +497,7 @@ static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
 	if (ret == 0) {
 		pr_err("fences of an invalidated dma-buf did not signal in %u ms\n",
 		       arg.timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);
+		tdexp_show_stuck(dmabuf->resv);
 		ret = -ETIMEDOUT;
 		goto out_unlock;
 	}
