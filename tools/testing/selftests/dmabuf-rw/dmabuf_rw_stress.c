@@ -120,6 +120,7 @@ struct stress {
 	bool inval_running;
 	__u64 inval_rng;
 	__u64 invalidations, migrations;
+	__u64 inval_max_ms;	/* the longest invalidation */
 
 	pthread_mutex_t fail_lock;
 	char failure[1024];
@@ -157,6 +158,15 @@ static void __printf(2, 3) stress_fail(struct stress *st, const char *fmt, ...)
 	}
 	pthread_mutex_unlock(&st->fail_lock);
 	atomic_store(&st->stop, true);
+}
+
+static __u64 elapsed_ms(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000ULL +
+	       (now.tv_nsec - start->tv_nsec) / 1000000;
 }
 
 static bool stress_stopping(struct stress *st)
@@ -422,18 +432,24 @@ static void *invalidator_fn(void *arg)
 		struct timespec delay = { .tv_nsec = us * 1000L };
 		unsigned int i = rnd(&st->inval_rng, st->nr_dmabufs);
 		bool migrate = rnd(&st->inval_rng, 2);
+		struct timespec start;
+		__u64 ms;
 		int ret;
 
 		/* Load shaping: how long I/O runs between two invalidations. */
 		nanosleep(&delay, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &start);
 		ret = test_dmabuf_exp_move(st->dbuf[i].fd,
 					   migrate ? TEST_DMABUF_EXP_MIGRATE : 0);
+		ms = elapsed_ms(&start);
 		if (ret) {
-			stress_fail(st, "invalidating%s dma-buf %u: %s",
+			stress_fail(st, "invalidating%s dma-buf %u: %s after %llu ms",
 				    migrate ? " and migrating" : "", i,
-				    strerror(-ret));
+				    strerror(-ret), (unsigned long long)ms);
 			break;
 		}
+		if (ms > st->inval_max_ms)
+			st->inval_max_ms = ms;
 		st->invalidations++;
 		if (migrate) {
 			st->migrations++;
@@ -714,15 +730,6 @@ FIXTURE_TEARDOWN(stress)
 	run_teardown(_metadata, self->st);
 }
 
-static __u64 elapsed_ms(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - start->tv_sec) * 1000ULL +
-	       (now.tv_nsec - start->tv_nsec) / 1000000;
-}
-
 TEST_F_TIMEOUT(stress, io_during_invalidation, 240)
 {
 	struct stress *st = self->st;
@@ -778,6 +785,8 @@ TEST_F_TIMEOUT(stress, io_during_invalidation, 240)
 	       (unsigned long long)st->migrations,
 	       (unsigned long long)sum.fences_waited,
 	       (unsigned long long)sum.maps);
+	TH_LOG("the longest invalidation took %llu ms",
+	       (unsigned long long)st->inval_max_ms);
 	TH_LOG("errors: %llu EAGAIN (RWF_NOWAIT, submitted again), 0 other; 0 mismatches",
 	       (unsigned long long)eagain);
 
@@ -868,8 +877,9 @@ static void end_during_io(struct __test_metadata *_metadata,
 	}
 	stop_invalidator(st);
 	ASSERT_EQ('\0', st->failure[0]) TH_LOG("%s", st->failure);
-	TH_LOG("%u rounds, %llu invalidations", round,
-	       (unsigned long long)st->invalidations);
+	TH_LOG("%u rounds, %llu invalidations, the longest %llu ms", round,
+	       (unsigned long long)st->invalidations,
+	       (unsigned long long)st->inval_max_ms);
 }
 
 TEST_F_TIMEOUT(race, unregister_during_io, 240)
