@@ -27,6 +27,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "test_dmabuf_exporter_uapi.h"
 
@@ -424,8 +425,8 @@ static int tdexp_migrate(struct tdexp_buffer *buf)
 /*
  * The fences did not signal in time: name them and, once a boot, show the
  * tasks blocked meanwhile (as the hung task detector would, which a wait
- * bounded below its timeout never trips), so that the wait that held them
- * up can be told from a stalled CPU.
+ * bounded below its timeout never trips) and the work items pending, so
+ * that the wait that held them up can be told from a stalled CPU.
  */
 static void tdexp_show_stuck(struct dma_resv *resv)
 {
@@ -450,6 +451,10 @@ static void tdexp_show_stuck(struct dma_resv *resv)
 			sched_show_task(t);
 	}
 	rcu_read_unlock();
+#if IS_BUILTIN(CONFIG_TEST_DMABUF_EXPORTER)
+	/* The importers' fences may wait for a work item: not exported */
+	show_all_workqueues();
+#endif
 }
 
 static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)

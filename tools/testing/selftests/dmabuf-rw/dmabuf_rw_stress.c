@@ -29,12 +29,14 @@
  */
 #include "dmabuf_rw.h"
 
+#include <glob.h>
 #include <limits.h>
 #include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -423,6 +425,70 @@ static void *submitter_fn(void *arg)
 	return NULL;
 }
 
+/* Print every line of @path, each after @tag; return how many. */
+static unsigned int show_file(const char *tag, const char *path)
+{
+	unsigned int n = 0;
+	char line[512];
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f) {
+		ksft_print_msg("  %s: %s\n", tag, strerror(errno));
+		return 0;
+	}
+	for (; fgets(line, sizeof(line), f); n++)
+		ksft_print_msg("  %s: %s", tag, line);
+	fclose(f);
+	return n;
+}
+
+/*
+ * An invalidation did not end: show the requests the block layer holds
+ * for the device (blk-mq debugfs: "busy" has those started in the driver,
+ * "dispatch" and the per-CPU lists those waiting for it), so that an I/O
+ * lost in the device can be told from one that never reached it, and
+ * from none at all (the fence waits on something else).
+ */
+static void show_disk_requests(struct stress *st)
+{
+	char link[256], path[PATH_MAX], *disk;
+	struct stat sb;
+	ssize_t len;
+	unsigned int n = 0;
+	glob_t g;
+	size_t i;
+
+	if (fstat(st->dev_fd, &sb))
+		return;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u",
+		 major(sb.st_rdev), minor(sb.st_rdev));
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len < 0) {
+		ksft_print_msg("%s: %s\n", path, strerror(errno));
+		return;
+	}
+	link[len] = '\0';
+	disk = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/inflight", disk);
+	ksft_print_msg("requests of %s (reads, writes in the driver):\n", disk);
+	show_file("inflight", path);
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/debug/block/%s/hctx*/{busy,dispatch,cpu*/*_rq_list}",
+		 disk);
+	if (glob(path, GLOB_BRACE, NULL, &g)) {
+		ksft_print_msg("%s: nothing (CONFIG_BLK_DEBUG_FS?)\n", path);
+		return;
+	}
+	for (i = 0; i < g.gl_pathc; i++)
+		n += show_file(g.gl_pathv[i] + strlen("/sys/kernel/debug/block/"),
+			       g.gl_pathv[i]);
+	ksft_print_msg("blk-mq: %u requests listed in %zu files\n", n,
+		       g.gl_pathc);
+	globfree(&g);
+}
+
 static void *invalidator_fn(void *arg)
 {
 	struct stress *st = arg;
@@ -446,6 +512,8 @@ static void *invalidator_fn(void *arg)
 			stress_fail(st, "invalidating%s dma-buf %u: %s after %llu ms",
 				    migrate ? " and migrating" : "", i,
 				    strerror(-ret), (unsigned long long)ms);
+			if (ret == -ETIMEDOUT)
+				show_disk_requests(st);
 			break;
 		}
 		if (ms > st->inval_max_ms)
