@@ -459,8 +459,11 @@ static void show_disk_requests(struct stress *st)
 	glob_t g;
 	size_t i;
 
-	if (fstat(st->dev_fd, &sb))
+	if (fstat(st->dev_fd, &sb)) {
+		ksft_print_msg("the disk's requests: fstat: %s\n",
+			       strerror(errno));
 		return;
+	}
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u",
 		 major(sb.st_rdev), minor(sb.st_rdev));
 	len = readlink(path, link, sizeof(link) - 1);
