@@ -33,6 +33,8 @@
 
 #define TDEXP_MAX_SIZE		(64ULL << 20)
 #define TDEXP_DEFAULT_TIMEOUT	10000
+/* After the first timeout of a boot: how long to wait to see it end late. */
+#define TDEXP_LATE_WAIT		20000
 
 /*
  * One generation of the buffer's pages. The buffer holds a reference on
@@ -426,7 +428,11 @@ static int tdexp_migrate(struct tdexp_buffer *buf)
  * The fences did not signal in time: name them and, once a boot, show the
  * tasks blocked meanwhile (as the hung task detector would, which a wait
  * bounded below its timeout never trips) and the work items pending, so
- * that the wait that held them up can be told from a stalled CPU.
+ * that the wait that held them up can be told from a stalled CPU. Then,
+ * still under the reservation lock so that no fence is added, wait up to
+ * TDEXP_LATE_WAIT more and say whether they signalled after all: a guest
+ * that stalled as a whole, or I/O slow to end, signals late; a lost fence
+ * never does.
  */
 static void tdexp_show_stuck(struct dma_resv *resv)
 {
@@ -434,6 +440,8 @@ static void tdexp_show_stuck(struct dma_resv *resv)
 	struct dma_resv_iter cursor;
 	struct task_struct *g, *t;
 	struct dma_fence *fence;
+	unsigned long start;
+	long ret;
 
 	dma_resv_for_each_fence(&cursor, resv, DMA_RESV_USAGE_BOOKKEEP, fence)
 		if (!dma_fence_is_signaled(fence))
@@ -455,6 +463,19 @@ static void tdexp_show_stuck(struct dma_resv *resv)
 	/* The importers' fences may wait for a work item: not exported */
 	show_all_workqueues();
 #endif
+
+	start = jiffies;
+	ret = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, true,
+				    msecs_to_jiffies(TDEXP_LATE_WAIT));
+	if (ret > 0)
+		pr_err("the fences signalled late: %u ms after the bound\n",
+		       jiffies_to_msecs(jiffies - start));
+	else if (!ret)
+		pr_err("the fences did not signal: not in %u ms after the bound either\n",
+		       TDEXP_LATE_WAIT);
+	else
+		pr_err("the wait for the fences after the bound: error %ld\n",
+		       ret);
 }
 
 static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
