@@ -34,7 +34,7 @@
 #define TDEXP_MAX_SIZE		(64ULL << 20)
 #define TDEXP_DEFAULT_TIMEOUT	10000
 /* After the first timeout of a boot: how long to wait to see it end late. */
-#define TDEXP_LATE_WAIT		20000
+#define TDEXP_LATE_WAIT		10000
 
 /*
  * One generation of the buffer's pages. The buffer holds a reference on

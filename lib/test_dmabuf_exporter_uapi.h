@@ -45,7 +45,7 @@ struct test_dmabuf_exp_create {
  * (migrate while an importer has the buffer pinned), ETIMEDOUT (a fence
  * did not signal within @timeout_ms; nothing was moved), EINTR, ENOMEM.
  * On the first ETIMEDOUT of a boot the exporter logs what it waited for,
- * then waits up to 20 s more, to log whether the fences signalled late.
+ * then waits up to 10 s more, to log whether the fences signalled late.
  *
  * @fd: (in) the dma-buf
  * @flags: (in) 0 or TEST_DMABUF_EXP_MIGRATE
