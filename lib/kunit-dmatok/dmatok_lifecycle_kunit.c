@@ -154,6 +154,18 @@ struct dmatok_lc {
 	blk_opf_t submit_flags;
 	struct completion submitted;
 
+	/*
+	 * The release work case: ->clean_dma_token() of hook_token submits
+	 * hook_bio, on another token, and releases the map it gets.  Maps
+	 * are only compared by address, never dereferenced.
+	 */
+	struct blk_mq_dma_token *hook_token;
+	struct bio *hook_bio;
+	void *last_map;
+	void *hook_map;
+	long hook_wait;
+	struct completion hook_done;
+
 	/* the concurrent case's submitters */
 	struct task_struct *workers[DMATOK_LC_NR_WORKERS];
 	struct dma_token *worker_token;
@@ -248,11 +260,15 @@ static int dmatok_lc_init_dma_token(struct request_queue *q,
 	return ret;
 }
 
+static void dmatok_lc_release_work_hook(struct dmatok_lc *lc);
+
 static void dmatok_lc_clean_dma_token(struct request_queue *q,
 				      struct blk_mq_dma_token *token)
 {
 	struct dmatok_lc *lc = q->queuedata;
 
+	if (token == lc->hook_token)
+		dmatok_lc_release_work_hook(lc);
 	dma_buf_detach(token->dmabuf, token->private);
 	atomic_inc(&lc->clean_calls);
 	wake_up_all(&lc->wq);
@@ -276,6 +292,7 @@ static int dmatok_lc_dma_map(struct request_queue *q, struct blk_mq_dma_map *map
 
 			map->sgt = sgt;
 			map->private = (void *)gen;
+			WRITE_ONCE(lc->last_map, map);
 			if (gen < DMATOK_LC_MAX_GENS)
 				lc->map_epoch[gen] = lc->exp_epoch;
 		}
@@ -421,26 +438,33 @@ static void dmatok_lc_end_io(struct bio *bio)
 	wake_up_all(&lc->wq);
 }
 
+/* A one-sector read of @sector into the dma-buf behind @token. */
+static struct bio *dmatok_lc_alloc_bio(struct dmatok_lc *lc,
+				       struct dma_token *token,
+				       sector_t sector, blk_opf_t flags)
+{
+	struct iov_iter iter;
+	struct bio *bio;
+
+	bio = bio_alloc(lc->disk->part0, 0, REQ_OP_READ | flags, GFP_KERNEL);
+	iov_iter_dma_token(&iter, ITER_DEST, token, sector << SECTOR_SHIFT,
+			   SECTOR_SIZE);
+	bio->bi_iter.bi_sector = sector;
+	bio_iov_dma_token_set(bio, &iter);
+	bio->bi_end_io = dmatok_lc_end_io;
+	bio->bi_private = lc;
+	return bio;
+}
+
 /* Submit @nr one-sector reads into the dma-buf behind @token. */
 static void dmatok_lc_submit(struct dmatok_lc *lc, struct dma_token *token,
 			     unsigned int nr, blk_opf_t flags)
 {
 	unsigned int i;
 
-	for (i = 0; i < nr; i++) {
-		sector_t sector = i % DMATOK_LC_NR_SECTORS;
-		struct iov_iter iter;
-		struct bio *bio;
-
-		bio = bio_alloc(lc->disk->part0, 0, REQ_OP_READ | flags, GFP_KERNEL);
-		iov_iter_dma_token(&iter, ITER_DEST, token, sector << SECTOR_SHIFT,
-				   SECTOR_SIZE);
-		bio->bi_iter.bi_sector = sector;
-		bio_iov_dma_token_set(bio, &iter);
-		bio->bi_end_io = dmatok_lc_end_io;
-		bio->bi_private = lc;
-		submit_bio(bio);
-	}
+	for (i = 0; i < nr; i++)
+		submit_bio(dmatok_lc_alloc_bio(lc, token, i % DMATOK_LC_NR_SECTORS,
+					       flags));
 }
 
 static int dmatok_lc_submitter_fn(void *data)
@@ -564,6 +588,34 @@ static unsigned int dmatok_lc_wait_held(struct dmatok_lc *lc, unsigned int expec
 	wait_event_timeout(lc->wq, dmatok_lc_nr_held(lc) >= expected,
 			   DMATOK_LC_TIMEOUT);
 	return dmatok_lc_nr_held(lc);
+}
+
+/*
+ * Runs in ->clean_dma_token() of lc->hook_token, in the release work of
+ * that token's last map, before the driver detaches: the other token's
+ * request gets a new map, which is invalidated and released while this
+ * work still runs, and the exporter waits for its fence.
+ */
+static void dmatok_lc_release_work_hook(struct dmatok_lc *lc)
+{
+	struct dma_resv *resv = lc->dmabuf->resv;
+	struct bio *bio = lc->hook_bio;
+	long ret = 0;
+
+	lc->hook_token = NULL;
+	lc->hook_bio = NULL;
+	submit_bio(bio);
+	if (dmatok_lc_wait_held(lc, 1) == 1) {
+		lc->hook_map = READ_ONCE(lc->last_map);
+		dma_resv_lock(resv, NULL);
+		dma_buf_invalidate_mappings(lc->dmabuf);
+		dma_resv_unlock(resv);
+		dmatok_lc_complete(lc, 1, false);
+		ret = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false,
+					    DMATOK_LC_TIMEOUT);
+	}
+	lc->hook_wait = ret;
+	complete(&lc->hook_done);
 }
 
 static unsigned int dmatok_lc_queue_refs(struct dmatok_lc *lc)
@@ -784,6 +836,8 @@ static void dmatok_lc_teardown(void *data)
 	unsigned long end;
 	unsigned int i;
 
+	if (lc->hook_bio)
+		bio_put(lc->hook_bio);
 	if (!dmatok_lc_submitter_done(lc, true) || !dmatok_lc_workers_done(lc, true)) {
 		kunit_err(lc->test, "submitter stuck: leaking the fake disk\n");
 		return;
@@ -860,6 +914,7 @@ static int dmatok_lc_init(struct kunit *test)
 	spin_lock_init(&lc->lock);
 	init_waitqueue_head(&lc->wq);
 	init_completion(&lc->submitted);
+	init_completion(&lc->hook_done);
 	ret = kunit_add_action_or_reset(test, dmatok_lc_teardown, lc);
 	if (ret)
 		return ret;
@@ -1355,6 +1410,55 @@ static void dmatok_lc_invalidate_reserve_failure_test(struct kunit *test)
 }
 
 /*
+ * The release work of a token's last map frees the token, and the
+ * driver's ->clean_dma_token() may sleep there: nvme-pci detaches from the
+ * dma-buf, which takes the reservation lock.  The exporter may hold that
+ * lock while it waits for the fence of another map, which that map's own
+ * release work signals: that work must not wait for the sleeping one.  The
+ * workqueue holds a work item back while another at the same address
+ * runs, so the sleeping work must not have freed its map yet, or a new
+ * map could be allocated there.  The fake driver makes the new map and
+ * waits for its fence from ->clean_dma_token() itself, on the CPU that
+ * freed the old map, where the allocator first hands out what was freed
+ * last.
+ */
+static void dmatok_lc_release_work_sleeps_test(struct kunit *test)
+{
+	struct dmatok_lc *lc = test->priv;
+	struct dma_token *token, *other;
+	void *freed;
+
+	token = dmatok_lc_create_token(test, lc);
+	other = dmatok_lc_create_token(test, lc);
+
+	/* in flight across the release: the map's release work frees the token */
+	dmatok_lc_submit(lc, token, 1, 0);
+	KUNIT_ASSERT_EQ(test, dmatok_lc_wait_held(lc, 1), 1U);
+	freed = READ_ONCE(lc->last_map);
+
+	lc->hook_bio = dmatok_lc_alloc_bio(lc, other, 0, 0);
+	lc->hook_token = dma_token_to_blk_mq(token);
+	dmatok_lc_release_token(lc, token);
+	dmatok_lc_complete(lc, 1, false);
+
+	/* the hook waits for a request, then for a fence */
+	KUNIT_ASSERT_GT_MSG(test, wait_for_completion_timeout(&lc->hook_done,
+							      3 * DMATOK_LC_TIMEOUT),
+			    0UL, "the map's release work did not free the token");
+	KUNIT_ASSERT_NOT_NULL_MSG(test, lc->hook_map,
+				  "no request on the other token in ->clean_dma_token()");
+	KUNIT_EXPECT_GT_MSG(test, lc->hook_wait, 0L,
+			    "fence of a map released while another map's release work slept not signalled in %u ms (%s)",
+			    jiffies_to_msecs(DMATOK_LC_TIMEOUT),
+			    lc->hook_map == freed ? "the new map is at the freed map's address" :
+						    "the new map is elsewhere");
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->bios_done, 2), 2);
+	KUNIT_EXPECT_EQ(test, atomic_read(&lc->bios_failed), 0);
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->unmap_calls, 2), 2);
+	KUNIT_EXPECT_EQ(test, dmatok_lc_wait_count(lc, &lc->clean_calls, 1), 1);
+}
+
+/*
  * Submitter kthreads keep reads going through one token while the case
  * invalidates the mapping and moves the buffer once the published fences
  * have signalled, as an exporter would, round after round: each round lets
@@ -1445,6 +1549,7 @@ static struct kunit_case dmatok_lc_cases[] = {
 	KUNIT_CASE_PARAM(dmatok_lc_map_failure_test, dmatok_lc_map_error_gen_params),
 	KUNIT_CASE(dmatok_lc_map_alloc_failure_test),
 	KUNIT_CASE(dmatok_lc_invalidate_reserve_failure_test),
+	KUNIT_CASE(dmatok_lc_release_work_sleeps_test),
 	KUNIT_CASE(dmatok_lc_concurrent_test),
 	{}
 };
