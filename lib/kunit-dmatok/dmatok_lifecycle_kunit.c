@@ -267,7 +267,7 @@ static void dmatok_lc_clean_dma_token(struct request_queue *q,
 {
 	struct dmatok_lc *lc = q->queuedata;
 
-	if (token == lc->hook_token)
+	if (token == READ_ONCE(lc->hook_token))
 		dmatok_lc_release_work_hook(lc);
 	dma_buf_detach(token->dmabuf, token->private);
 	atomic_inc(&lc->clean_calls);
@@ -599,11 +599,13 @@ static unsigned int dmatok_lc_wait_held(struct dmatok_lc *lc, unsigned int expec
 static void dmatok_lc_release_work_hook(struct dmatok_lc *lc)
 {
 	struct dma_resv *resv = lc->dmabuf->resv;
-	struct bio *bio = lc->hook_bio;
+	struct bio *bio;
 	long ret = 0;
 
-	lc->hook_token = NULL;
-	lc->hook_bio = NULL;
+	WRITE_ONCE(lc->hook_token, NULL);
+	bio = xchg(&lc->hook_bio, NULL);
+	if (!bio)	/* the teardown took it back: too late */
+		goto out;
 	submit_bio(bio);
 	if (dmatok_lc_wait_held(lc, 1) == 1) {
 		lc->hook_map = READ_ONCE(lc->last_map);
@@ -614,6 +616,7 @@ static void dmatok_lc_release_work_hook(struct dmatok_lc *lc)
 		ret = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false,
 					    DMATOK_LC_TIMEOUT);
 	}
+out:
 	lc->hook_wait = ret;
 	complete(&lc->hook_done);
 }
@@ -833,11 +836,15 @@ static bool dmatok_lc_quiet(struct dmatok_lc *lc)
 static void dmatok_lc_teardown(void *data)
 {
 	struct dmatok_lc *lc = data;
+	struct bio *hook_bio;
 	unsigned long end;
 	unsigned int i;
 
-	if (lc->hook_bio)
-		bio_put(lc->hook_bio);
+	/* the release work case never ran its hook: keep it from running */
+	WRITE_ONCE(lc->hook_token, NULL);
+	hook_bio = xchg(&lc->hook_bio, NULL);
+	if (hook_bio)
+		bio_put(hook_bio);
 	if (!dmatok_lc_submitter_done(lc, true) || !dmatok_lc_workers_done(lc, true)) {
 		kunit_err(lc->test, "submitter stuck: leaking the fake disk\n");
 		return;
