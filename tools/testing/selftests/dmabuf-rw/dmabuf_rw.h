@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers for the dmabuf read/write via io_uring selftests: dma-bufs from
- * udmabuf and from the test exporter, CPU access, the test exporter's
- * invalidation and counters, registration of a dma-buf as a fixed buffer,
- * one-shot READ_FIXED/WRITE_FIXED, and a position-dependent data pattern.
+ * Helpers for the dmabuf read/write via io_uring selftests: the block
+ * device the user named for them, dma-bufs from udmabuf and from the test
+ * exporter, CPU access, the test exporter's invalidation and counters,
+ * registration of a dma-buf as a fixed buffer, one-shot
+ * READ_FIXED/WRITE_FIXED, and a position-dependent data pattern.
  *
  * All helpers return a negative errno on failure and never call into the
  * test harness, so that every test decides what is a failure or a skip.
@@ -30,6 +31,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,45 +44,133 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <linux/dma-buf.h>
 #include <linux/types.h>
 #include <linux/udmabuf.h>
 
-#define DMABUF_RW_DEFAULT_DEV	"/dev/nvme0n1"
+#include "kselftest.h"	/* __printf */
 
-/* The block device the tests use: $DMABUF_RW_DEV, else /dev/nvme0n1. */
+/*
+ * The block device the tests overwrite: only one the user names in
+ * DMABUF_RW_DEV. There is no default: any default is the system disk of
+ * some machine.
+ */
 static inline const char *dmabuf_rw_dev_path(void)
 {
-	const char *path = getenv("DMABUF_RW_DEV");
+	return getenv("DMABUF_RW_DEV");
+}
 
-	return path && *path ? path : DMABUF_RW_DEFAULT_DEV;
+#define DMABUF_RW_DEV_UNSET						\
+	"DMABUF_RW_DEV is not set: these tests overwrite the block device they are given; set DMABUF_RW_DEV to an NVMe namespace whose contents may be destroyed (e.g. DMABUF_RW_DEV=/dev/nvme1n1)"
+
+#define DMABUF_RW_WHY_LEN	512
+
+/* Say why in @why, and return @err: never -ENODEV, which means unset. */
+__printf(4, 5) static inline int
+dmabuf_rw_dev_refuse(char *why, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return err == -ENODEV ? -ENXIO : err;
 }
 
 /*
- * Open the block device at @path for O_DIRECT I/O. Returns the fd;
- * -ENODEV when there is no block device at @path (the test skips);
- * another negative errno when it cannot be opened.
+ * Whether the sysfs directory of block device @devt is @disk, or one of
+ * @disk's partitions (a subdirectory of it).
  */
-static inline int dmabuf_rw_open_dev(const char *path)
+static inline bool dmabuf_rw_dev_within(dev_t devt, const char *disk)
 {
-	struct stat st;
-	int fd, ret;
+	char link[64], real[PATH_MAX];
+	size_t n = strlen(disk);
 
-	fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENXIO || errno == ENODEV ?
-		       -ENODEV : -errno;
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (!S_ISBLK(st.st_mode)) {
-		close(fd);
+	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(devt),
+		 minor(devt));
+	return realpath(link, real) && !strncmp(real, disk, n) &&
+	       (real[n] == '\0' || real[n] == '/');
+}
+
+/*
+ * Open block device @path, which the user named, for O_DIRECT I/O that
+ * overwrites it. Refused when it is not a block device, when it or a
+ * partition of it is mounted, when it holds partitions, and when it
+ * cannot be opened exclusively (a mount, swap, md, dm or LVM holds it).
+ * The exclusive open is only a probe, closed at once: the tests open the
+ * device several times.
+ *
+ * Returns the fd; -ENODEV when @path is NULL or empty (the test skips);
+ * another negative errno when @path is refused or cannot be opened. @why
+ * says why in both cases.
+ */
+static inline int dmabuf_rw_dev_open(const char *path, char *why, size_t len)
+{
+	char disk[PATH_MAX], line[PATH_MAX + 64], mnt[PATH_MAX + 64];
+	unsigned int maj, min;
+	bool mounted = false;
+	struct stat st;
+	glob_t parts;
+	FILE *f;
+	int fd;
+
+	if (!path || !*path) {
+		snprintf(why, len, "%s", DMABUF_RW_DEV_UNSET);
 		return -ENODEV;
 	}
+	if (stat(path, &st))
+		return dmabuf_rw_dev_refuse(why, len, -errno, "%s: %s", path,
+					    strerror(errno));
+	if (!S_ISBLK(st.st_mode))
+		return dmabuf_rw_dev_refuse(why, len, -ENOTBLK,
+					    "refusing %s: not a block device",
+					    path);
+	snprintf(line, sizeof(line), "/sys/dev/block/%u:%u",
+		 major(st.st_rdev), minor(st.st_rdev));
+	if (!realpath(line, disk))
+		return dmabuf_rw_dev_refuse(why, len, -errno,
+					    "refusing %s: cannot check its partitions: %s: %s",
+					    path, line, strerror(errno));
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return dmabuf_rw_dev_refuse(why, len, -errno,
+					    "refusing %s: cannot check its mounts: /proc/self/mountinfo: %s",
+					    path, strerror(errno));
+	while (!mounted && fgets(line, sizeof(line), f))
+		mounted = sscanf(line, "%*d %*d %u:%u %*s %s", &maj, &min,
+				 mnt) == 3 &&
+			  dmabuf_rw_dev_within(makedev(maj, min), disk);
+	fclose(f);
+	if (mounted)
+		return dmabuf_rw_dev_refuse(why, len, -EBUSY,
+					    "refusing %s: it or a partition of it is mounted on %s",
+					    path, mnt);
+
+	snprintf(line, sizeof(line), "%s/*/partition", disk);
+	if (!glob(line, 0, NULL, &parts)) {
+		globfree(&parts);
+		return dmabuf_rw_dev_refuse(why, len, -EBUSY,
+					    "refusing %s: it holds partitions",
+					    path);
+	}
+
+	/* Two test runs on one device would overwrite each other's data. */
+	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (fd < 0 && errno == EBUSY)
+		return dmabuf_rw_dev_refuse(why, len, -EBUSY,
+					    "refusing %s: it cannot be opened exclusively (a mount, swap, md, dm, LVM or another test run holds it)",
+					    path);
+	if (fd >= 0) {
+		close(fd);
+		fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return dmabuf_rw_dev_refuse(why, len, -errno, "open %s: %s",
+					    path, strerror(errno));
 	return fd;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Benchmark of O_DIRECT random reads and writes with io_uring on a block
- * device (DMABUF_RW_DEV, default /dev/nvme0n1), the buffer being one of:
+ * device (-d DEV or DMABUF_RW_DEV; no default: it is overwritten), the
+ * buffer being one of:
  *
  *   user      plain user memory (IORING_OP_READ/WRITE): pinned and mapped
  *             for DMA on every I/O
@@ -471,9 +472,8 @@ static void print_help(FILE *f)
 		"  -t SECS   seconds per run at most (default: 1)\n"
 		"  -r REPS   runs per cell, 1 to 32 (default: 3)\n"
 		"  -s SEED   seed of the random offsets (default: 1)\n"
-		"  -d DEV    block device (default: $DMABUF_RW_DEV or %s)\n"
-		"The device's contents are overwritten.\n",
-		DMABUF_RW_DEFAULT_DEV);
+		"  -d DEV    block device (default: $DMABUF_RW_DEV)\n"
+		"The device's contents are overwritten.\n");
 }
 
 /* A comma separated list of numbers in [1, @max]. Returns its length or -1. */
@@ -617,6 +617,12 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			return -1;
 		}
 	}
+	if (!o->dev || !*o->dev) {
+		fprintf(stderr,
+			"dmabuf_rw_bench: no device: name one whose contents may be destroyed with -d DEV or DMABUF_RW_DEV\n");
+		print_help(stderr);
+		return -1;
+	}
 	if (optind == argc)
 		return 0;
 	fprintf(stderr, "dmabuf_rw_bench: unexpected argument %s\n",
@@ -649,6 +655,7 @@ int main(int argc, char **argv)
 {
 	struct cell_summary *sum;
 	unsigned int k, op, b, q, n = 0, i;
+	char why[DMABUF_RW_WHY_LEN];
 	struct bench_opts o;
 	__u64 dev_size;
 	int dev_fd, ret;
@@ -656,10 +663,9 @@ int main(int argc, char **argv)
 	if (parse_opts(argc, argv, &o))
 		return 2;
 
-	dev_fd = dmabuf_rw_open_dev(o.dev);
+	dev_fd = dmabuf_rw_dev_open(o.dev, why, sizeof(why));
 	if (dev_fd < 0) {
-		fprintf(stderr, "dmabuf_rw_bench: %s: %s\n", o.dev,
-			strerror(-dev_fd));
+		fprintf(stderr, "dmabuf_rw_bench: %s\n", why);
 		return 1;
 	}
 	if (ioctl(dev_fd, BLKGETSIZE64, &dev_size)) {

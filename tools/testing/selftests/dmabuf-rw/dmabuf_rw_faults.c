@@ -100,12 +100,19 @@ FIXTURE(faults) {
 
 FIXTURE_SETUP(faults)
 {
+	char why[DMABUF_RW_WHY_LEN];
 	unsigned int i;
 	int ret;
 
 	self->dev_fd = -1;
 	self->nth_fd = -1;
 	dmabuf_rw_buf_init(&self->dbuf);
+
+	self->dev_path = dmabuf_rw_dev_path();
+	self->dev_fd = dmabuf_rw_dev_open(self->dev_path, why, sizeof(why));
+	if (self->dev_fd == -ENODEV)
+		SKIP(return, "%s", why);
+	ASSERT_LE(0, self->dev_fd) TH_LOG("%s", why);
 
 	self->nth_fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
 	if (self->nth_fd < 0)
@@ -117,14 +124,6 @@ FIXTURE_SETUP(faults)
 		ret = write_file(fault_knobs[i][0], fault_knobs[i][1]);
 		ASSERT_EQ(0, ret) TH_LOG("%s: %s", fault_knobs[i][0], strerror(-ret));
 	}
-
-	self->dev_path = dmabuf_rw_dev_path();
-	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
-	if (self->dev_fd == -ENODEV)
-		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
-		     self->dev_path);
-	ASSERT_LE(0, self->dev_fd)
-		TH_LOG("open %s: %s", self->dev_path, strerror(-self->dev_fd));
 
 	ret = dmabuf_rw_ring_init(&self->ring, 8);
 	if (ret == -EOPNOTSUPP)

@@ -11,8 +11,8 @@
  * path. The test exporter's counters show how many attachments and
  * mappings the importer holds, and that it leaves nothing behind.
  *
- * The block device is DMABUF_RW_DEV (default /dev/nvme0n1); the test
- * overwrites its first 4 MiB.
+ * The block device is the one named in DMABUF_RW_DEV; without it the test
+ * skips. It overwrites the device's first 4 MiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +56,7 @@ FIXTURE_SETUP(rings)
 		DMABUF_RW_TEST_EXPORTER, DMABUF_RW_TEST_EXPORTER,
 		DMABUF_RW_UDMABUF,
 	};
+	char why[DMABUF_RW_WHY_LEN];
 	__u64 dev_size;
 	unsigned int i;
 	int ret;
@@ -65,12 +66,10 @@ FIXTURE_SETUP(rings)
 		dmabuf_rw_buf_init(&self->dbuf[i]);
 
 	self->dev_path = dmabuf_rw_dev_path();
-	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
+	self->dev_fd = dmabuf_rw_dev_open(self->dev_path, why, sizeof(why));
 	if (self->dev_fd == -ENODEV)
-		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
-		     self->dev_path);
-	ASSERT_LE(0, self->dev_fd)
-		TH_LOG("open %s: %s", self->dev_path, strerror(-self->dev_fd));
+		SKIP(return, "%s", why);
+	ASSERT_LE(0, self->dev_fd) TH_LOG("%s", why);
 	ASSERT_EQ(0, ioctl(self->dev_fd, BLKGETSIZE64, &dev_size));
 	if (dev_size < DEV_BYTES)
 		SKIP(return, "%s: %llu bytes is too small", self->dev_path,

@@ -10,8 +10,9 @@
  * pages, between the two rounds of each test, and the exporter's counters
  * show that the importer mapped again and dropped everything at the end.
  *
- * The block device is DMABUF_RW_DEV (default /dev/nvme0n1). The test
- * overwrites its bytes from 1 MiB - 4 KiB to 1 MiB + 256 KiB + 4 KiB.
+ * The block device is the one named in DMABUF_RW_DEV; without it the test
+ * skips. It overwrites the device's bytes from 1 MiB - 4 KiB to
+ * 1 MiB + 256 KiB + 4 KiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,7 @@ FIXTURE_VARIANT_ADD(dmabuf_rw, off128k_len128k) {
 
 FIXTURE_SETUP(dmabuf_rw)
 {
+	char why[DMABUF_RW_WHY_LEN];
 	unsigned int i;
 	__u64 dev_size;
 	int lbs, ret;
@@ -152,12 +154,10 @@ FIXTURE_SETUP(dmabuf_rw)
 		dmabuf_rw_buf_init(&self->dbuf[i]);
 
 	self->dev_path = dmabuf_rw_dev_path();
-	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
+	self->dev_fd = dmabuf_rw_dev_open(self->dev_path, why, sizeof(why));
 	if (self->dev_fd == -ENODEV)
-		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
-		     self->dev_path);
-	ASSERT_LE(0, self->dev_fd)
-		TH_LOG("open %s: %s", self->dev_path, strerror(-self->dev_fd));
+		SKIP(return, "%s", why);
+	ASSERT_LE(0, self->dev_fd) TH_LOG("%s", why);
 
 	ASSERT_EQ(0, ioctl(self->dev_fd, BLKSSZGET, &lbs));
 	ASSERT_EQ(0, ioctl(self->dev_fd, BLKGETSIZE64, &dev_size));

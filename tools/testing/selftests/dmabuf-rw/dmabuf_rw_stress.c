@@ -3,8 +3,9 @@
  * Stress of dmabuf read/write via io_uring against the exporter's
  * invalidation: submitter threads keep reads and writes in flight through
  * test-exporter dma-bufs registered as fixed buffers for the NVMe block
- * device, while an invalidator thread invalidates the dma-bufs, and
- * migrates their contents to new pages, at random intervals.
+ * device named in DMABUF_RW_DEV (without it the tests skip), while an
+ * invalidator thread invalidates the dma-bufs, and migrates their
+ * contents to new pages, at random intervals.
  *
  * Every sector a write carries describes itself (sector number, the
  * write's sequence number, the buffer's generation) and every read is
@@ -686,6 +687,7 @@ static bool run_setup(struct __test_metadata *_metadata,
 		      unsigned int nr_dmabufs, unsigned int nr_rings,
 		      bool nowait)
 {
+	char why[DMABUF_RW_WHY_LEN];
 	struct stress *st;
 	__u64 dev_size;
 	unsigned int i;
@@ -698,12 +700,10 @@ static bool run_setup(struct __test_metadata *_metadata,
 	st->nowait = nowait;
 
 	*dev_path = dmabuf_rw_dev_path();
-	st->dev_fd = dmabuf_rw_open_dev(*dev_path);
+	st->dev_fd = dmabuf_rw_dev_open(*dev_path, why, sizeof(why));
 	if (st->dev_fd == -ENODEV)
-		SKIP(return false, "no block device at %s (set DMABUF_RW_DEV)",
-		     *dev_path);
-	ASSERT_LE(0, st->dev_fd)
-		TH_LOG("open %s: %s", *dev_path, strerror(-st->dev_fd));
+		SKIP(return false, "%s", why);
+	ASSERT_LE(0, st->dev_fd) TH_LOG("%s", why);
 	ASSERT_EQ(0, ioctl(st->dev_fd, BLKGETSIZE64, &dev_size));
 	if (dev_size < DEV_BYTES)
 		SKIP(return false, "%s: %llu bytes is too small", *dev_path,
@@ -1093,7 +1093,7 @@ TEST_F_TIMEOUT(race, close_fds_during_io, 240)
 	ret = test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_WAIT, &wait);
 	EXPECT_EQ(0, ret) TH_LOG("dma-bufs not released: %s", strerror(-ret));
 
-	st->dev_fd = dmabuf_rw_open_dev(self->dev_path);
+	st->dev_fd = open(self->dev_path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, st->dev_fd);
 	ret = check_device(st, why, sizeof(why));
 	ASSERT_EQ(0, ret) TH_LOG("%s", ret == -EILSEQ ? why : strerror(-ret));

@@ -5,8 +5,8 @@
  * leave the slot empty; the same slot then takes a good registration.
  * Each bad request must fail with its errno and transfer nothing.
  *
- * The block device is DMABUF_RW_DEV (default /dev/nvme0n1); only the
- * good registration's checks read from it, at offset 0.
+ * The block device is the one named in DMABUF_RW_DEV; without it the test
+ * skips. Only the good registration's checks read from it, at offset 0.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,18 +48,17 @@ FIXTURE_VARIANT_ADD(uapi, texp) {
 
 FIXTURE_SETUP(uapi)
 {
+	char why[DMABUF_RW_WHY_LEN];
 	int ret;
 
 	self->dev_fd = -1;
 	dmabuf_rw_buf_init(&self->dbuf);
 
 	self->dev_path = dmabuf_rw_dev_path();
-	self->dev_fd = dmabuf_rw_open_dev(self->dev_path);
+	self->dev_fd = dmabuf_rw_dev_open(self->dev_path, why, sizeof(why));
 	if (self->dev_fd == -ENODEV)
-		SKIP(return, "no block device at %s (set DMABUF_RW_DEV)",
-		     self->dev_path);
-	ASSERT_LE(0, self->dev_fd)
-		TH_LOG("open %s: %s", self->dev_path, strerror(-self->dev_fd));
+		SKIP(return, "%s", why);
+	ASSERT_LE(0, self->dev_fd) TH_LOG("%s", why);
 
 	ret = dmabuf_rw_ring_init(&self->ring, 8);
 	if (ret == -EOPNOTSUPP)
