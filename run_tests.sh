@@ -220,8 +220,14 @@ base_desc=${base_desc:-Debian $BASE_PKG $BASE_VERSION}
 } >"$results/run-info"
 sed 's/^/  /' "$results/run-info" >&2
 
+# What the guest must report, for ci/report to check.
+timed "inventory" write_inventory "$results/expected.tsv" "$tree" "$build" \
+	"$extra_args" "$tests" >/dev/null
+log "inventory: $(cut -f 1 "$results/expected.tsv" | sort -u | wc -l) suites and programs, $(wc -l <"$results/expected.tsv") test cases expected ($results/expected.tsv)"
+
 append=$extra_args
-[[ -n "$tests" ]] && append+=" dmabuf_rw.tests=$tests"
+runner=$(guest_runner_args "$kernel_kind" "$tests")
+[[ -n "$runner" ]] && append+=" dmabuf_rw.tests=$runner"
 start=$(date +%s)
 log "guest: booting (iommu $iommu, limit ${limit} s; console: $results/console.log)"
 "$ROOT/ci/guest-run" --kernel "$build/arch/x86/boot/bzImage" \

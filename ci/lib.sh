@@ -158,3 +158,34 @@ private_apt_suite() {
 		>"$APT_DIR/sources.list"
 	apt-get "${APT_OPTS[@]}" update >"$APT_DIR/update-$1-$2.log" 2>&1
 }
+
+# write_inventory OUT TREE BUILD APPEND TESTS: the expected inventory of a
+# guest run (ci/inventory) into OUT, for ci/report: APPEND is the guest's
+# extra command line (kunit.enable=0 and dmabuf_rw.kselftests=off turn a
+# half off), TESTS the runner's arguments (run_tests.sh --tests).
+write_inventory() {
+	local out=$1 tree=$2 build=$3 append=" $4 " tests=$5 args=()
+	[[ "$append" == *" kunit.enable=0 "* ]] && args+=(--no-kunit)
+	if [[ "$append" == *" dmabuf_rw.kselftests=off "* ]]; then
+		args+=(--tests off)
+	elif [[ -n "$tests" ]]; then
+		args+=(--tests "$tests")
+	fi
+	"$DMABUF_RW_ROOT/ci/inventory" "${args[@]}" "$tree" "$build" >"$out"
+}
+
+# The kselftest runner's limit per program is the settings file's for
+# the normal kernel (and for a user's machine); the debug kernel runs
+# several times slower and gets DEBUG_KSFT_TIMEOUT seconds instead.
+DEBUG_KSFT_TIMEOUT=600
+
+# guest_runner_args KERNEL TESTS: the runner's arguments for the guest
+# (comma separated, as run_tests.sh --tests takes them) on the normal or
+# debug KERNEL: TESTS, with the debug kernel's limit unless TESTS sets one.
+guest_runner_args() {
+	local tests=$2
+	if [[ "$1" == debug && ",$tests," != *",-o,"* && ",$tests," != *",--override-timeout,"* ]]; then
+		tests="-o,$DEBUG_KSFT_TIMEOUT${tests:+,$tests}"
+	fi
+	printf '%s\n' "$tests"
+}
