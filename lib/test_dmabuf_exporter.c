@@ -37,6 +37,28 @@
 #define TDEXP_LATE_WAIT		10000
 
 /*
+ * Set by the first wait that timed out. The longest invalidation a correct
+ * importer took here is about 1 s (debug kernel, swiotlb, under TCG), far
+ * below the bound: an importer that kept a fence unsignalled or a mapping
+ * mapped that long has lost it, and what it lost stays lost. Every later
+ * test would wait out its own bound for the same cause, so from then on
+ * the exporter fails at once (EIO) instead: see test_dmabuf_exporter_uapi.h.
+ */
+static atomic_t tdexp_wedged = ATOMIC_INIT(0);
+
+static void tdexp_wedge(const char *what)
+{
+	if (!atomic_xchg(&tdexp_wedged, 1))
+		pr_err("%s: from now on CREATE and MOVE fail with EIO, and so does a WAIT that would have to wait\n",
+		       what);
+}
+
+static bool tdexp_is_wedged(void)
+{
+	return atomic_read(&tdexp_wedged);
+}
+
+/*
  * One generation of the buffer's pages. The buffer holds a reference on
  * its current backing, and each mapping on the backing it was made from:
  * after a migration the old pages live on until their last mapping is
@@ -339,6 +361,8 @@ static long tdexp_create(struct test_dmabuf_exp_create __user *uarg)
 		return -EINVAL;
 	if (!arg.size || arg.size > TDEXP_MAX_SIZE)
 		return -EINVAL;
+	if (tdexp_is_wedged())
+		return -EIO;
 
 	buf = kzalloc_obj(*buf);
 	if (!buf)
@@ -493,6 +517,9 @@ static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
 	if (arg.flags & ~TEST_DMABUF_EXP_MIGRATE)
 		return -EINVAL;
 
+	if (tdexp_is_wedged())
+		return -EIO;
+
 	dmabuf = tdexp_get(arg.fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
@@ -524,6 +551,7 @@ static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
 		pr_err("fences of an invalidated dma-buf did not signal in %u ms\n",
 		       arg.timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);
 		tdexp_show_stuck(dmabuf->resv);
+		tdexp_wedge("an invalidation timed out");
 		ret = -ETIMEDOUT;
 		goto out_unlock;
 	}
@@ -624,14 +652,23 @@ static long tdexp_wait(struct test_dmabuf_exp_wait __user *uarg)
 		cnt = &((struct tdexp_buffer *)dmabuf->priv)->cnt;
 	}
 
-	ret = wait_event_interruptible_timeout(tdexp_wq,
-					       tdexp_settled(cnt, &arg),
-					       tdexp_timeout(arg.timeout_ms));
+	if (tdexp_is_wedged())
+		ret = tdexp_settled(cnt, &arg) ? 1 : -EIO;
+	else
+		ret = wait_event_interruptible_timeout(tdexp_wq,
+						       tdexp_settled(cnt, &arg),
+						       tdexp_timeout(arg.timeout_ms));
 	if (dmabuf)
 		dma_buf_put(dmabuf);
 	if (ret < 0)
 		return ret;
-	return ret ? 0 : -ETIMEDOUT;
+	if (!ret) {
+		pr_err("importers kept their mappings, attachments or dma-bufs for %u ms\n",
+		       arg.timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);
+		tdexp_wedge("a wait for importers timed out");
+		return -ETIMEDOUT;
+	}
+	return 0;
 }
 
 static long tdexp_ioctl(struct file *file, unsigned int cmd,

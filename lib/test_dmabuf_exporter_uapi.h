@@ -6,6 +6,12 @@
  * tools/testing/selftests/dmabuf-rw.
  *
  * Every ioctl is issued on /dev/test_dmabuf_exporter.
+ *
+ * Wedged: once a MOVE or a WAIT of this boot has timed out, an importer
+ * has lost a fence or a mapping, and every later wait would only wait out
+ * its bound for the same cause. From then on CREATE and MOVE fail with
+ * EIO, and so does a WAIT whose condition does not already hold: the
+ * tests that follow fail at once, and the first failure names the cause.
  */
 #ifndef _LIB_TEST_DMABUF_EXPORTER_UAPI_H
 #define _LIB_TEST_DMABUF_EXPORTER_UAPI_H
@@ -18,6 +24,8 @@
  * separately allocated, zeroed system pages (the last one only partly
  * used when @size is not a multiple of the page size). Its file can be
  * mmap()ed (MAP_SHARED) for CPU access without any bounce buffer.
+ *
+ * Errors: EINVAL, ENOMEM, EIO (wedged, see above).
  *
  * @size: (in) bytes, 1 to 64 MiB
  * @flags: (in) TEST_DMABUF_EXP_CLOEXEC or 0
@@ -43,7 +51,8 @@ struct test_dmabuf_exp_create {
  *
  * Errors: EINVAL (not a dma-buf of this exporter, unknown flag), EBUSY
  * (migrate while an importer has the buffer pinned), ETIMEDOUT (a fence
- * did not signal within @timeout_ms; nothing was moved), EINTR, ENOMEM.
+ * did not signal within @timeout_ms; nothing was moved), EINTR, ENOMEM,
+ * EIO (wedged, see above: nothing was invalidated).
  * On the first ETIMEDOUT of a boot the exporter logs what it waited for,
  * then waits up to 10 s more, to log whether the fences signalled late.
  *
@@ -95,7 +104,8 @@ struct test_dmabuf_exp_counters {
  * from a workqueue after the operation that ended them returned; this is
  * how a test waits for that instead of sleeping.
  *
- * Errors: EINVAL, ETIMEDOUT (@timeout_ms passed; 0 means 10 s), EINTR.
+ * Errors: EINVAL, ETIMEDOUT (@timeout_ms passed; 0 means 10 s), EINTR,
+ * EIO (wedged, see above, and the condition does not hold yet).
  */
 struct test_dmabuf_exp_wait {
 	__s32 fd;

@@ -281,9 +281,11 @@ static inline int udmabuf_create(struct dmabuf_rw_buf *buf, size_t size)
 
 /*
  * An ioctl on the test exporter's device. Returns 0 or a negative errno;
- * -ENOENT means there is no test exporter. Its waits are interruptible,
- * and the reservation lock gives -EINTR when the caller has task work
- * pending (io_uring completions): called again then, as drmIoctl() does.
+ * -ENOENT means there is no test exporter, -EIO that it is wedged (an
+ * earlier wait of this boot timed out: that test's failure is the one to
+ * read). Its waits are interruptible, and the reservation lock gives
+ * -EINTR when the caller has task work pending (io_uring completions):
+ * called again then, as drmIoctl() does.
  */
 static inline int test_dmabuf_exp_ioctl(unsigned long cmd, void *arg)
 {
@@ -296,6 +298,12 @@ static inline int test_dmabuf_exp_ioctl(unsigned long cmd, void *arg)
 		ret = ioctl(devfd, cmd, arg) ? -errno : 0;
 	} while (ret == -EINTR);
 	close(devfd);
+	/* ci/check-defects tells a case's own failure by these two lines. */
+	if (ret == -ETIMEDOUT)
+		ksft_print_msg("the test exporter timed out: it is wedged from now on\n");
+	else if (ret == -EIO)
+		ksft_print_msg("%s\n",
+			       "the test exporter is wedged: an earlier wait of this boot timed out, see the first failure and the kernel log");
 	return ret;
 }
 
