@@ -33,23 +33,27 @@
 
 #define TDEXP_MAX_SIZE		(64ULL << 20)
 #define TDEXP_DEFAULT_TIMEOUT	10000
-/* After the first timeout of a boot: how long to wait to see it end late. */
+/* After an invalidation timed out: how long to wait to see it end late. */
 #define TDEXP_LATE_WAIT		10000
+/* Once wedged: how long a WAIT still waits for work items to finish. */
+#define TDEXP_WEDGED_WAIT	1000
 
 /*
- * Set by the first wait that timed out. The longest invalidation a correct
- * importer took here is about 1 s (debug kernel, swiotlb, under TCG), far
- * below the bound: an importer that kept a fence unsignalled or a mapping
- * mapped that long has lost it, and what it lost stays lost. Every later
- * test would wait out its own bound for the same cause, so from then on
- * the exporter fails at once (EIO) instead: see test_dmabuf_exporter_uapi.h.
+ * Set by the first WAIT that timed out, or the first MOVE whose fences did
+ * not signal in TDEXP_LATE_WAIT more either. The longest invalidation a
+ * correct importer took here is about 1 s (debug kernel, swiotlb, under
+ * TCG), far below the bound: an importer that kept a fence unsignalled or
+ * a mapping mapped that long has lost it, and what it lost stays lost.
+ * Every later test would wait out its own bound for the same cause, so
+ * from then on the exporter fails fast (EIO) instead: see
+ * test_dmabuf_exporter_uapi.h.
  */
 static atomic_t tdexp_wedged = ATOMIC_INIT(0);
 
 static void tdexp_wedge(const char *what)
 {
 	if (!atomic_xchg(&tdexp_wedged, 1))
-		pr_err("%s: from now on CREATE and MOVE fail with EIO, and so does a WAIT that would have to wait\n",
+		pr_err("%s: from now on CREATE and MOVE fail with EIO, and so does a WAIT not satisfied within 1 s\n",
 		       what);
 }
 
@@ -449,16 +453,16 @@ static int tdexp_migrate(struct tdexp_buffer *buf)
 }
 
 /*
- * The fences did not signal in time: name them and, once a boot, show the
- * tasks blocked meanwhile (as the hung task detector would, which a wait
- * bounded below its timeout never trips) and the work items pending, so
- * that the wait that held them up can be told from a stalled CPU. Then,
- * still under the reservation lock so that no fence is added, wait up to
+ * The fences did not signal in time: name them and, once, show the tasks
+ * blocked meanwhile (as the hung task detector would, which a wait bounded
+ * below its timeout never trips) and the work items pending, so that the
+ * wait that held them up can be told from a stalled CPU. Then, still under
+ * the reservation lock so that no fence is added, wait up to
  * TDEXP_LATE_WAIT more and say whether they signalled after all: a guest
  * that stalled as a whole, or I/O slow to end, signals late; a lost fence
- * never does.
+ * never does. Returns true when they did not signal: lost.
  */
-static void tdexp_show_stuck(struct dma_resv *resv)
+static bool tdexp_show_stuck(struct dma_resv *resv)
 {
 	static atomic_t shown = ATOMIC_INIT(0);
 	struct dma_resv_iter cursor;
@@ -471,22 +475,22 @@ static void tdexp_show_stuck(struct dma_resv *resv)
 		if (!dma_fence_is_signaled(fence))
 			pr_err("  not signalled: fence %llu:%llu\n",
 			       fence->context, fence->seqno);
-	if (atomic_xchg(&shown, 1))
-		return;
-	pr_err("tasks blocked while the fences were waited for:\n");
-	rcu_read_lock();
-	for_each_process_thread(g, t) {
-		unsigned int state = READ_ONCE(t->__state);
+	if (!atomic_xchg(&shown, 1)) {
+		pr_err("tasks blocked while the fences were waited for:\n");
+		rcu_read_lock();
+		for_each_process_thread(g, t) {
+			unsigned int state = READ_ONCE(t->__state);
 
-		if ((state & TASK_UNINTERRUPTIBLE) &&
-		    !(state & (TASK_WAKEKILL | TASK_NOLOAD)))
-			sched_show_task(t);
-	}
-	rcu_read_unlock();
+			if ((state & TASK_UNINTERRUPTIBLE) &&
+			    !(state & (TASK_WAKEKILL | TASK_NOLOAD)))
+				sched_show_task(t);
+		}
+		rcu_read_unlock();
 #if IS_BUILTIN(CONFIG_TEST_DMABUF_EXPORTER)
-	/* The importers' fences may wait for a work item: not exported */
-	show_all_workqueues();
+		/* The importers' fences may wait for a work item: not exported */
+		show_all_workqueues();
 #endif
+	}
 
 	start = jiffies;
 	ret = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, true,
@@ -500,6 +504,7 @@ static void tdexp_show_stuck(struct dma_resv *resv)
 	else
 		pr_err("the wait for the fences after the bound: error %ld\n",
 		       ret);
+	return !ret;
 }
 
 static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
@@ -517,13 +522,14 @@ static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
 	if (arg.flags & ~TEST_DMABUF_EXP_MIGRATE)
 		return -EINVAL;
 
-	if (tdexp_is_wedged())
-		return -EIO;
-
 	dmabuf = tdexp_get(arg.fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
 	buf = dmabuf->priv;
+	if (tdexp_is_wedged()) {
+		ret = -EIO;
+		goto out_put;
+	}
 
 	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
 	if (ret)
@@ -550,8 +556,8 @@ static long tdexp_move(struct test_dmabuf_exp_move __user *uarg)
 	if (ret == 0) {
 		pr_err("fences of an invalidated dma-buf did not signal in %u ms\n",
 		       arg.timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);
-		tdexp_show_stuck(dmabuf->resv);
-		tdexp_wedge("an invalidation timed out");
+		if (tdexp_show_stuck(dmabuf->resv))
+			tdexp_wedge("the fences of an invalidation were lost");
 		ret = -ETIMEDOUT;
 		goto out_unlock;
 	}
@@ -629,6 +635,7 @@ static long tdexp_wait(struct test_dmabuf_exp_wait __user *uarg)
 	struct test_dmabuf_exp_wait arg;
 	struct dma_buf *dmabuf = NULL;
 	struct tdexp_counters *cnt;
+	bool wedged;
 	long ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
@@ -652,16 +659,17 @@ static long tdexp_wait(struct test_dmabuf_exp_wait __user *uarg)
 		cnt = &((struct tdexp_buffer *)dmabuf->priv)->cnt;
 	}
 
-	if (tdexp_is_wedged())
-		ret = tdexp_settled(cnt, &arg) ? 1 : -EIO;
-	else
-		ret = wait_event_interruptible_timeout(tdexp_wq,
-						       tdexp_settled(cnt, &arg),
-						       tdexp_timeout(arg.timeout_ms));
+	wedged = tdexp_is_wedged();
+	ret = wait_event_interruptible_timeout(tdexp_wq,
+					       tdexp_settled(cnt, &arg),
+					       wedged ? msecs_to_jiffies(TDEXP_WEDGED_WAIT) :
+					       tdexp_timeout(arg.timeout_ms));
 	if (dmabuf)
 		dma_buf_put(dmabuf);
 	if (ret < 0)
 		return ret;
+	if (!ret && wedged)
+		return -EIO;
 	if (!ret) {
 		pr_err("importers kept their mappings, attachments or dma-bufs for %u ms\n",
 		       arg.timeout_ms ?: TDEXP_DEFAULT_TIMEOUT);

@@ -7,11 +7,12 @@
  *
  * Every ioctl is issued on /dev/test_dmabuf_exporter.
  *
- * Wedged: once a MOVE or a WAIT of this boot has timed out, an importer
- * has lost a fence or a mapping, and every later wait would only wait out
- * its bound for the same cause. From then on CREATE and MOVE fail with
- * EIO, and so does a WAIT whose condition does not already hold: the
- * tests that follow fail at once, and the first failure names the cause.
+ * Wedged: once a WAIT has timed out, or a MOVE's fences did not signal in
+ * 10 s more either, since the exporter was loaded, an importer has lost a
+ * fence or a mapping, and every later wait would only wait out its bound
+ * for the same cause. From then on CREATE and MOVE fail with EIO, and so
+ * does a WAIT whose condition does not hold within 1 s: the tests that
+ * follow fail fast, and the first failure names the cause.
  */
 #ifndef _LIB_TEST_DMABUF_EXPORTER_UAPI_H
 #define _LIB_TEST_DMABUF_EXPORTER_UAPI_H
@@ -53,8 +54,9 @@ struct test_dmabuf_exp_create {
  * (migrate while an importer has the buffer pinned), ETIMEDOUT (a fence
  * did not signal within @timeout_ms; nothing was moved), EINTR, ENOMEM,
  * EIO (wedged, see above: nothing was invalidated).
- * On the first ETIMEDOUT of a boot the exporter logs what it waited for,
- * then waits up to 10 s more, to log whether the fences signalled late.
+ * On ETIMEDOUT the exporter logs what it waited for (the first time, with
+ * the blocked tasks), then waits up to 10 s more, to log whether the
+ * fences signalled late.
  *
  * @fd: (in) the dma-buf
  * @flags: (in) 0 or TEST_DMABUF_EXP_MIGRATE
@@ -105,7 +107,7 @@ struct test_dmabuf_exp_counters {
  * how a test waits for that instead of sleeping.
  *
  * Errors: EINVAL, ETIMEDOUT (@timeout_ms passed; 0 means 10 s), EINTR,
- * EIO (wedged, see above, and the condition does not hold yet).
+ * EIO (wedged, see above, and the condition did not hold within 1 s).
  */
 struct test_dmabuf_exp_wait {
 	__s32 fd;
