@@ -187,6 +187,16 @@ static inline int dmabuf_rw_ring_init(struct io_uring *ring,
 	return io_uring_queue_init(entries, ring, 0);
 }
 
+/* Why a test skips after dmabuf_rw_ring_init() returned @err, or NULL. */
+static inline const char *dmabuf_rw_ring_skip(int err)
+{
+	if (err == -EOPNOTSUPP)
+		return "io_uring not available (CONFIG_IO_URING)";
+	if (err == -EPERM)
+		return "io_uring disabled (kernel.io_uring_disabled)";
+	return NULL;
+}
+
 /* 09/11 of the series: iov_uaddr, target_fd, dmabuf_fd. */
 static_assert(sizeof(struct io_uring_reg_buffer) == 16,
 	      "unexpected struct io_uring_reg_buffer layout");

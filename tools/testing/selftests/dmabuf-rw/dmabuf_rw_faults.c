@@ -126,10 +126,8 @@ FIXTURE_SETUP(faults)
 	}
 
 	ret = dmabuf_rw_ring_init(&self->ring, 8);
-	if (ret == -EOPNOTSUPP)
-		SKIP(return, "io_uring not available (CONFIG_IO_URING)");
-	if (ret == -EPERM)
-		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	if (dmabuf_rw_ring_skip(ret))
+		SKIP(return, "%s", dmabuf_rw_ring_skip(ret));
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
 	self->ring_ready = true;
 	ASSERT_EQ(0, io_uring_register_buffers_sparse(&self->ring, 1));

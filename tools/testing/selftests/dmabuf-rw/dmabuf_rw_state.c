@@ -15,7 +15,6 @@
  * transfer. The block device is the one named in DMABUF_RW_DEV; without
  * it the test skips.
  */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +62,8 @@ FIXTURE(state) {
 	struct io_uring ring;
 	bool ring_ready;
 	bool buffers_registered;
+	struct io_uring ring2;	/* a second ring, for the tests that need it */
+	bool ring2_ready;
 	struct dmabuf_rw_buf dbuf;
 	struct state_io io;
 };
@@ -158,10 +159,8 @@ FIXTURE_SETUP(state)
 	dmabuf_rw_fill_pattern(self->io.plain, 0, DMABUF_SIZE, 0x5eed);
 
 	ret = dmabuf_rw_ring_init(&self->ring, 8);
-	if (ret == -EOPNOTSUPP)
-		SKIP(return, "io_uring not available (CONFIG_IO_URING)");
-	if (ret == -EPERM)
-		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	if (dmabuf_rw_ring_skip(ret))
+		SKIP(return, "%s", dmabuf_rw_ring_skip(ret));
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
 	self->ring_ready = true;
 
@@ -181,6 +180,8 @@ FIXTURE_TEARDOWN(state)
 		EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
 	if (self->ring_ready)
 		io_uring_queue_exit(&self->ring);
+	if (self->ring2_ready)
+		io_uring_queue_exit(&self->ring2);
 	if (self->dbuf.fd >= 0 &&
 	    self->dbuf.exporter == DMABUF_RW_TEST_EXPORTER)
 		DMABUF_RW_EXPECT_SETTLED(self->dbuf.fd, "after unregistering");
@@ -582,26 +583,22 @@ static int clone_buffers(struct io_uring *dst, struct io_uring *src)
  */
 TEST_F(state, buffers_cloned)
 {
-	struct io_uring ring2;
+	struct io_uring *ring2 = &self->ring2;
 	int ret;
 
-	ret = io_uring_queue_init(8, &ring2, 0);
+	ret = io_uring_queue_init(8, ring2, 0);
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
-	ret = clone_buffers(&ring2, &self->ring);
-	if (ret) {
-		io_uring_queue_exit(&ring2);
-		ASSERT_EQ(0, ret)
-			TH_LOG("IORING_REGISTER_CLONE_BUFFERS: %s",
-			       strerror(-ret));
-	}
-	check_request(_metadata, &self->io, &ring2, self->dev_fd, MUST_WORK,
+	self->ring2_ready = true;
+	ret = clone_buffers(ring2, &self->ring);
+	ASSERT_EQ(0, ret)
+		TH_LOG("IORING_REGISTER_CLONE_BUFFERS: %s", strerror(-ret));
+	check_request(_metadata, &self->io, ring2, self->dev_fd, MUST_WORK,
 		      "from the clone of the buffer table");
 	EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
 	self->buffers_registered = false;
-	check_request(_metadata, &self->io, &ring2, self->dev_fd, MUST_WORK,
+	check_request(_metadata, &self->io, ring2, self->dev_fd, MUST_WORK,
 		      "from the clone, the first ring's table unregistered");
-	EXPECT_EQ(0, io_uring_unregister_buffers(&ring2));
-	io_uring_queue_exit(&ring2);
+	EXPECT_EQ(0, io_uring_unregister_buffers(ring2));
 }
 
 /*
@@ -610,22 +607,18 @@ TEST_F(state, buffers_cloned)
  */
 TEST_F(state, iopoll_ring)
 {
-	struct io_uring ring2;
+	struct io_uring *ring2 = &self->ring2;
 	int ret;
 
-	ret = io_uring_queue_init(8, &ring2, IORING_SETUP_IOPOLL);
+	ret = io_uring_queue_init(8, ring2, IORING_SETUP_IOPOLL);
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
-	ret = register_both(&ring2, self->dev_fd, &self->io);
-	if (ret) {
-		io_uring_queue_exit(&ring2);
-		ASSERT_EQ(0, ret)
-			TH_LOG("registering on the polled ring: %s",
-			       strerror(-ret));
-	}
-	check_request(_metadata, &self->io, &ring2, self->dev_fd, MAY_FAIL,
+	self->ring2_ready = true;
+	ret = register_both(ring2, self->dev_fd, &self->io);
+	ASSERT_EQ(0, ret)
+		TH_LOG("registering on the polled ring: %s", strerror(-ret));
+	check_request(_metadata, &self->io, ring2, self->dev_fd, MAY_FAIL,
 		      "on a ring with IORING_SETUP_IOPOLL");
-	EXPECT_EQ(0, io_uring_unregister_buffers(&ring2));
-	io_uring_queue_exit(&ring2);
+	EXPECT_EQ(0, io_uring_unregister_buffers(ring2));
 }
 
 TEST_HARNESS_MAIN

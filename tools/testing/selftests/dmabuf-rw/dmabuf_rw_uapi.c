@@ -61,10 +61,8 @@ FIXTURE_SETUP(uapi)
 	ASSERT_LE(0, self->dev_fd) TH_LOG("%s", why);
 
 	ret = dmabuf_rw_ring_init(&self->ring, 8);
-	if (ret == -EOPNOTSUPP)
-		SKIP(return, "io_uring not available (CONFIG_IO_URING)");
-	if (ret == -EPERM)
-		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	if (dmabuf_rw_ring_skip(ret))
+		SKIP(return, "%s", dmabuf_rw_ring_skip(ret));
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
 	self->ring_ready = true;
 
