@@ -164,7 +164,7 @@ kernel_kind=guest
 build_args=()
 if ((debug)); then
 	kernel_kind=debug
-	build_args=("$ROOT/kernel/configs/debug.config")
+	build_args=("$ROOT/kernel/configs/modules.config" "$ROOT/kernel/configs/debug.config")
 fi
 if [[ -z "$results" ]]; then
 	results=$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-$iommu
@@ -191,8 +191,24 @@ timed() {
 timed "install dependencies" "$ROOT/ci/install-deps" >/dev/null
 base=$(timed "fetch base" "$ROOT/ci/fetch-base")
 tree=$(timed "prepare $rev_name" "$ROOT/ci/prepare" --revision "$revision")
-build=$(BUILD_VARIANT=$kernel_kind timed "build (${kernel_kind/guest/normal} kernel)" \
-	"$ROOT/ci/build" "$tree" "${build_args[@]}")
+# A kernel that does not build is the run's one result row, with the
+# build's first error (ci/check-defects judges it like any other row).
+build_failed() {
+	local stage reason logf
+	IFS=$'\t' read -r stage reason logf <"$results/stage-failed" ||
+		stage=build reason="no reason recorded" logf=
+	printf 'build:%s\tFAIL\t%s: %s (see %s)\n' "${kernel_kind/guest/normal}" \
+		"$stage" "$reason" "${logf:-the messages above}" >"$results/results.tsv"
+	cp "$results/results.tsv" "$results/report.txt"
+	mkdir -p "$ROOT/results"
+	ln -sfn "$results" "$ROOT/results/latest"
+	stage_fail "build (${kernel_kind/guest/normal} kernel)" \
+		"$(cut -f 3- "$results/results.tsv")"
+}
+rm -f "$results/stage-failed"
+build=$(STAGE_FAILED=$results/stage-failed BUILD_VARIANT=$kernel_kind \
+	timed "build (${kernel_kind/guest/normal} kernel)" \
+	"$ROOT/ci/build" "$tree" "${build_args[@]}") || build_failed
 timed "initramfs" "$ROOT/ci/initramfs" "$build" "$build/initramfs.cpio.gz" >/dev/null
 
 if ((bench)); then
@@ -217,6 +233,11 @@ base_desc=${base_desc:-Debian $BASE_PKG $BASE_VERSION}
 	printf 'kernel:    %s\n' "${kernel_kind/guest/normal}"
 	printf 'tree:      %s\n' "$tree"
 	printf 'build:     %s\n' "$build"
+	if grep -q '^CONFIG_BLK_DEV_NVME=m' "$build/.config"; then
+		printf 'nvme:      module\n'
+	else
+		printf 'nvme:      built-in\n'
+	fi
 } >"$results/run-info"
 sed 's/^/  /' "$results/run-info" >&2
 

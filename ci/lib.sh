@@ -32,12 +32,23 @@ die() {
 # stage_fail STAGE REASON LOGFILE: report a failed stage and exit.
 stage_fail() {
 	printf 'FAILED stage "%s": %s\n' "$1" "$2" >&2
+	# For a caller that reports it: stage, reason, log, tab separated.
+	# The first failure is the cause: a stage around it does not replace it.
+	[[ -n "${STAGE_FAILED:-}" && ! -e "$STAGE_FAILED" ]] &&
+		printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >"$STAGE_FAILED"
 	[[ -n "${3:-}" ]] && printf '  log: %s\n' "$3" >&2
 	if [[ -n "${3:-}" && -f "$3" ]]; then
 		printf '  last lines:\n' >&2
 		tail -n 15 "$3" | sed 's/^/    | /' >&2
 	fi
 	exit 1
+}
+
+# build_error LOG: the first error of a kernel build's log (compiler,
+# linker, modpost or make), for a one-line verdict.
+build_error() {
+	grep -m 1 -E 'error:|ERROR: modpost: |undefined reference|Error [0-9]' "$1" ||
+		echo "make failed, no error line in $1"
 }
 
 # stage_run NAME LOGFILE CMD...: run CMD with output to LOGFILE, timed.
