@@ -22,6 +22,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
+#include <linux/sizes.h>
 #include <linux/sched/debug.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -32,6 +33,8 @@
 #include "test_dmabuf_exporter_uapi.h"
 
 #define TDEXP_MAX_SIZE		(64ULL << 20)
+/* The largest contiguous buffer (TEST_DMABUF_EXP_LAYOUT_CONTIG) */
+#define TDEXP_MAX_CONTIG	SZ_4M
 #define TDEXP_DEFAULT_TIMEOUT	10000
 /* After an invalidation timed out: how long to wait to see it end late. */
 #define TDEXP_LATE_WAIT		10000
@@ -96,6 +99,9 @@ struct tdexp_counters {
 
 struct tdexp_buffer {
 	struct dma_buf *dmabuf;
+	/* TEST_DMABUF_EXP_LAYOUT_*, and its entries' length (0: no bound) */
+	u32 layout;
+	u32 seg_size;
 	/* The current backing: written under the resv lock and @lock. */
 	struct tdexp_backing *backing;
 	/* Serialises CPU faults against a migration. */
@@ -149,6 +155,27 @@ static struct tdexp_backing *tdexp_backing_alloc(struct tdexp_buffer *buf,
 	bk->nr_pages = nr_pages;
 	kref_init(&bk->kref);
 	bk->buf = buf;
+
+	if (buf->layout == TEST_DMABUF_EXP_LAYOUT_CONTIG) {
+		unsigned int order = get_order(nr_pages << PAGE_SHIFT);
+		struct page *page;
+
+		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN,
+				   order);
+		if (!page) {
+			kfree(bk);
+			return NULL;
+		}
+		/* Pages of their own, as the other layouts have them. */
+		split_page(page, order);
+		for (i = 0; i < 1UL << order; i++) {
+			if (i < nr_pages)
+				bk->pages[i] = page + i;
+			else
+				__free_page(page + i);
+		}
+		return bk;
+	}
 
 	/* One at a time: importers see scattered pages, as in real life. */
 	for (i = 0; i < nr_pages; i++) {
@@ -234,11 +261,33 @@ static void tdexp_unpin(struct dma_buf_attachment *attach)
 	tdexp_uncount(buf, TDEXP_PINS);
 }
 
+/*
+ * The length of the scatterlist entry at byte @off of @bk, for @dev: the
+ * layout's segment size, within the page for the layouts of scattered
+ * pages, and within what @dev takes in one segment and one mapping.
+ */
+static size_t tdexp_seg_len(struct tdexp_backing *bk, struct device *dev,
+			    size_t off)
+{
+	size_t len = (bk->nr_pages << PAGE_SHIFT) - off;
+
+	if (bk->buf->seg_size)
+		len = min_t(size_t, len, bk->buf->seg_size);
+	if (bk->buf->layout != TEST_DMABUF_EXP_LAYOUT_CONTIG)
+		return min_t(size_t, len, PAGE_SIZE - offset_in_page(off));
+	len = min_t(size_t, len, dma_get_max_seg_size(dev));
+	len = min_t(size_t, len, dma_max_mapping_size(dev));
+	/* whole pages, at least one */
+	return max_t(size_t, round_down(len, PAGE_SIZE), PAGE_SIZE);
+}
+
 static struct sg_table *tdexp_map_dma_buf(struct dma_buf_attachment *attach,
 					  enum dma_data_direction dir)
 {
 	struct tdexp_buffer *buf = attach->dmabuf->priv;
 	struct tdexp_backing *bk = buf->backing;
+	size_t off, len, total = bk->nr_pages << PAGE_SHIFT;
+	unsigned int nents = 0;
 	struct scatterlist *sg;
 	struct tdexp_map *map;
 	unsigned long i;
@@ -250,12 +299,19 @@ static struct sg_table *tdexp_map_dma_buf(struct dma_buf_attachment *attach,
 	if (!map)
 		return ERR_PTR(-ENOMEM);
 
-	/* One entry per page; the DMA layer may merge them. */
-	ret = sg_alloc_table(&map->sgt, bk->nr_pages, GFP_KERNEL);
+	/* The layout's entries; the DMA layer may merge them. */
+	for (off = 0; off < total; off += tdexp_seg_len(bk, attach->dev, off))
+		nents++;
+	ret = sg_alloc_table(&map->sgt, nents, GFP_KERNEL);
 	if (ret)
 		goto err_free;
-	for_each_sgtable_sg(&map->sgt, sg, i)
-		sg_set_page(sg, bk->pages[i], PAGE_SIZE, 0);
+	off = 0;
+	for_each_sgtable_sg(&map->sgt, sg, i) {
+		len = tdexp_seg_len(bk, attach->dev, off);
+		sg_set_page(sg, bk->pages[off >> PAGE_SHIFT], len,
+			    offset_in_page(off));
+		off += len;
+	}
 
 	/*
 	 * No CPU syncs at map or unmap time, as drm_gem_map_dma_buf(): the
@@ -365,12 +421,32 @@ static long tdexp_create(struct test_dmabuf_exp_create __user *uarg)
 		return -EINVAL;
 	if (!arg.size || arg.size > TDEXP_MAX_SIZE)
 		return -EINVAL;
+	switch (arg.layout) {
+	case TEST_DMABUF_EXP_LAYOUT_PAGES:
+		if (arg.seg_size)
+			return -EINVAL;
+		break;
+	case TEST_DMABUF_EXP_LAYOUT_SPLIT:
+		if (arg.seg_size < 256 || arg.seg_size >= PAGE_SIZE)
+			return -EINVAL;
+		break;
+	case TEST_DMABUF_EXP_LAYOUT_CONTIG:
+		if (arg.size > PAGE_SIZE << MAX_PAGE_ORDER ||
+		    arg.size > TDEXP_MAX_CONTIG ||
+		    !IS_ALIGNED(arg.seg_size, PAGE_SIZE))
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
 	if (tdexp_is_wedged())
 		return -EIO;
 
 	buf = kzalloc_obj(*buf);
 	if (!buf)
 		return -ENOMEM;
+	buf->layout = arg.layout;
+	buf->seg_size = arg.seg_size;
 	mutex_init(&buf->lock);
 	buf->backing = tdexp_backing_alloc(buf, DIV_ROUND_UP(arg.size,
 							     PAGE_SIZE));

@@ -21,24 +21,51 @@
 #include <linux/types.h>
 
 /*
- * TEST_DMABUF_EXP_CREATE: a new dma-buf of @size bytes, backed by
- * separately allocated, zeroed system pages (the last one only partly
- * used when @size is not a multiple of the page size). Its file can be
- * mmap()ed (MAP_SHARED) for CPU access without any bounce buffer.
+ * TEST_DMABUF_EXP_CREATE: a new dma-buf of @size bytes, backed by zeroed
+ * system pages (the last one only partly used when @size is not a
+ * multiple of the page size). Its file can be mmap()ed (MAP_SHARED) for
+ * CPU access without any bounce buffer.
  *
- * Errors: EINVAL, ENOMEM, EIO (wedged, see above).
+ * @layout chooses the pages and the scatterlist map_dma_buf() hands out;
+ * the buffer's bytes are the same whatever the layout:
+ *
+ * TEST_DMABUF_EXP_LAYOUT_PAGES: pages allocated one at a time, one
+ *	entry a page (the DMA layer may merge them). @seg_size must be 0.
+ * TEST_DMABUF_EXP_LAYOUT_SPLIT: pages allocated one at a time, each
+ *	described by entries of @seg_size bytes (256 to the page size - 1),
+ *	the last entry of a page shorter: segments whose length is not a
+ *	multiple of the page size, and that start inside a page.
+ * TEST_DMABUF_EXP_LAYOUT_CONTIG: one physically contiguous allocation
+ *	(at most 4 MiB), described by entries of @seg_size bytes (a
+ *	multiple of the page size; 0 for the whole buffer), none longer
+ *	than the importing device takes in one segment or one mapping
+ *	(dma_get_max_seg_size(), dma_max_mapping_size()).
+ *
+ * A migration (TEST_DMABUF_EXP_MIGRATE) allocates the new pages in the
+ * same layout.
+ *
+ * Errors: EINVAL (a size, flag, layout or @seg_size out of range),
+ * ENOMEM, EIO (wedged, see above).
  *
  * @size: (in) bytes, 1 to 64 MiB
  * @flags: (in) TEST_DMABUF_EXP_CLOEXEC or 0
  * @fd: (out) the dma-buf's file descriptor
+ * @layout: (in) TEST_DMABUF_EXP_LAYOUT_*
+ * @seg_size: (in) see the layouts
  */
 struct test_dmabuf_exp_create {
 	__u64 size;
 	__u32 flags;
 	__s32 fd;
+	__u32 layout;
+	__u32 seg_size;
 };
 
 #define TEST_DMABUF_EXP_CLOEXEC		0x1
+
+#define TEST_DMABUF_EXP_LAYOUT_PAGES	0
+#define TEST_DMABUF_EXP_LAYOUT_SPLIT	1
+#define TEST_DMABUF_EXP_LAYOUT_CONTIG	2
 
 /*
  * TEST_DMABUF_EXP_MOVE: with the reservation lock held, tell every

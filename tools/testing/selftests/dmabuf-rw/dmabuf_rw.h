@@ -317,17 +317,29 @@ static inline int test_dmabuf_exp_ioctl(unsigned long cmd, void *arg)
 	return ret;
 }
 
-/* A test-exporter dma-buf of @size bytes. Returns its fd or -errno. */
-static inline int test_dmabuf_exp_create(size_t size)
+/*
+ * A test-exporter dma-buf of @size bytes, in @layout with @seg_size
+ * (TEST_DMABUF_EXP_LAYOUT_*). Returns its fd or -errno.
+ */
+static inline int test_dmabuf_exp_create_layout(size_t size, __u32 layout,
+						__u32 seg_size)
 {
 	struct test_dmabuf_exp_create create = {
 		.size = size,
 		.flags = TEST_DMABUF_EXP_CLOEXEC,
+		.layout = layout,
+		.seg_size = seg_size,
 	};
 	int ret;
 
 	ret = test_dmabuf_exp_ioctl(TEST_DMABUF_EXP_IOC_CREATE, &create);
 	return ret ? ret : create.fd;
+}
+
+/* A test-exporter dma-buf of @size bytes, one page a segment. */
+static inline int test_dmabuf_exp_create(size_t size)
+{
+	return test_dmabuf_exp_create_layout(size, TEST_DMABUF_EXP_LAYOUT_PAGES, 0);
 }
 
 /*
@@ -413,12 +425,15 @@ static inline const char *test_dmabuf_exp_str(const struct test_dmabuf_exp_count
 
 /*
  * Create a dma-buf of @size bytes (a multiple of the page size) from
- * @exporter and map it for CPU access. Returns 0 or a negative errno;
- * -ENOENT means the exporter is missing (see dmabuf_rw_exporter_missing()).
+ * @exporter, in @layout with @seg_size (the test exporter's
+ * TEST_DMABUF_EXP_LAYOUT_*; udmabuf has only its pages), and map it for
+ * CPU access. Returns 0 or a negative errno; -ENOENT means the exporter
+ * is missing (see dmabuf_rw_exporter_missing()).
  */
-static inline int dmabuf_rw_buf_create(struct dmabuf_rw_buf *buf,
-				       enum dmabuf_rw_exporter exporter,
-				       size_t size)
+static inline int dmabuf_rw_buf_create_layout(struct dmabuf_rw_buf *buf,
+					      enum dmabuf_rw_exporter exporter,
+					      size_t size, __u32 layout,
+					      __u32 seg_size)
 {
 	int ret;
 
@@ -427,9 +442,10 @@ static inline int dmabuf_rw_buf_create(struct dmabuf_rw_buf *buf,
 	buf->size = size;
 
 	if (exporter == DMABUF_RW_UDMABUF) {
-		ret = udmabuf_create(buf, size);
+		ret = layout == TEST_DMABUF_EXP_LAYOUT_PAGES ?
+		      udmabuf_create(buf, size) : -EINVAL;
 	} else {
-		buf->fd = test_dmabuf_exp_create(size);
+		buf->fd = test_dmabuf_exp_create_layout(size, layout, seg_size);
 		ret = buf->fd < 0 ? buf->fd : 0;
 	}
 	if (ret)
@@ -445,6 +461,15 @@ static inline int dmabuf_rw_buf_create(struct dmabuf_rw_buf *buf,
 err:
 	dmabuf_rw_buf_destroy(buf);
 	return ret;
+}
+
+/* dmabuf_rw_buf_create_layout(), one page a segment. */
+static inline int dmabuf_rw_buf_create(struct dmabuf_rw_buf *buf,
+				       enum dmabuf_rw_exporter exporter,
+				       size_t size)
+{
+	return dmabuf_rw_buf_create_layout(buf, exporter, size,
+					   TEST_DMABUF_EXP_LAYOUT_PAGES, 0);
 }
 
 /*

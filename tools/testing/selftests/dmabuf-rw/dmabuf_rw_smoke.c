@@ -10,9 +10,12 @@
  * pages, between the two rounds of each test, and the exporter's counters
  * show that the importer mapped again and dropped everything at the end.
  *
+ * The layout fixture does the same with the test exporter's other
+ * scatterlists: segments that are not whole pages, and contiguous ones.
+ *
  * The block device is the one named in DMABUF_RW_DEV; without it the test
  * skips. It overwrites the device's bytes from 1 MiB - 4 KiB to
- * 1 MiB + 256 KiB + 4 KiB.
+ * 5 MiB + 4 KiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +39,6 @@
  */
 #define DMABUF_RW_DEV_OFFSET	(1024 * 1024)
 #define DMABUF_RW_GUARD		4096
-#define REGION_MAX		(DMABUF_SIZE + 2 * DMABUF_RW_GUARD)
 
 /* Fill values, one per place, so that stale or misplaced bytes show. */
 #define POISON_DMABUF		0xa5
@@ -76,14 +78,35 @@ struct xfer {
 	unsigned int slot;
 	size_t off;
 	size_t len;
+	/*
+	 * The dma-buf's layout cannot be described to the device (PRP):
+	 * a transfer may fail with EINVAL, moving nothing, and counts in
+	 * *refused.
+	 */
+	bool may_refuse;
+	unsigned int *refused;
 };
 
-FIXTURE(dmabuf_rw) {
+/*
+ * What both fixtures set up: the device, a ring with sparse buffer slots,
+ * and the normal path's buffers.
+ */
+struct smoke {
 	const char *dev_path;
 	int dev_fd;
 	struct io_uring ring;
 	bool ring_ready;
 	bool buffers_registered;
+	/* Normal-path O_DIRECT buffer: guard | data | guard. */
+	__u8 *plain;
+	/* Scratch for expected contents. */
+	__u8 *expect;
+	/* Transfers refused for the dma-buf's layout (struct xfer). */
+	unsigned int refused;
+};
+
+FIXTURE(dmabuf_rw) {
+	struct smoke sm;
 	/*
 	 * One dma-buf per exporter, registered in the slot of the same
 	 * number, and the transfer through it; fd -1 when this kernel does
@@ -91,10 +114,6 @@ FIXTURE(dmabuf_rw) {
 	 */
 	struct dmabuf_rw_buf dbuf[DMABUF_RW_NR_EXPORTERS];
 	struct xfer xfer[DMABUF_RW_NR_EXPORTERS];
-	/* Normal-path O_DIRECT buffer: guard | data | guard. */
-	__u8 *plain;
-	/* Scratch for expected contents. */
-	__u8 *expect;
 };
 
 FIXTURE_VARIANT(dmabuf_rw) {
@@ -142,94 +161,132 @@ FIXTURE_VARIANT_ADD(dmabuf_rw, off128k_len128k) {
 	.len = 128 * 1024,
 };
 
-FIXTURE_SETUP(dmabuf_rw)
+/*
+ * Open the device, set up the ring and the normal path's buffers for
+ * dma-bufs of up to @size bytes and transfers of @len. Returns false when
+ * the test skips.
+ */
+static bool smoke_setup(struct __test_metadata *_metadata, struct smoke *sm,
+			size_t size, size_t len)
 {
+	const size_t region = len + 2 * DMABUF_RW_GUARD;
 	char why[DMABUF_RW_WHY_LEN];
-	unsigned int i;
 	__u64 dev_size;
 	int lbs, ret;
 
-	self->dev_fd = -1;
-	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++)
-		dmabuf_rw_buf_init(&self->dbuf[i]);
+	sm->dev_path = dmabuf_rw_dev_path();
+	sm->dev_fd = dmabuf_rw_dev_open(sm->dev_path, why, sizeof(why));
+	if (sm->dev_fd == -ENODEV)
+		SKIP(return false, "%s", why);
+	ASSERT_LE(0, sm->dev_fd) TH_LOG("%s", why);
 
-	self->dev_path = dmabuf_rw_dev_path();
-	self->dev_fd = dmabuf_rw_dev_open(self->dev_path, why, sizeof(why));
-	if (self->dev_fd == -ENODEV)
-		SKIP(return, "%s", why);
-	ASSERT_LE(0, self->dev_fd) TH_LOG("%s", why);
-
-	ASSERT_EQ(0, ioctl(self->dev_fd, BLKSSZGET, &lbs));
-	ASSERT_EQ(0, ioctl(self->dev_fd, BLKGETSIZE64, &dev_size));
-	if (DMABUF_RW_GUARD % lbs || variant->len % lbs)
-		SKIP(return, "%s: logical block size %d does not divide %zu",
-		     self->dev_path, lbs, variant->len);
-	if (dev_size < DMABUF_RW_DEV_OFFSET + DMABUF_SIZE + DMABUF_RW_GUARD)
-		SKIP(return, "%s: %llu bytes is too small", self->dev_path,
+	ASSERT_EQ(0, ioctl(sm->dev_fd, BLKSSZGET, &lbs));
+	ASSERT_EQ(0, ioctl(sm->dev_fd, BLKGETSIZE64, &dev_size));
+	if (DMABUF_RW_GUARD % lbs || len % lbs)
+		SKIP(return false, "%s: logical block size %d does not divide %zu",
+		     sm->dev_path, lbs, len);
+	if (dev_size < DMABUF_RW_DEV_OFFSET + len + DMABUF_RW_GUARD)
+		SKIP(return false, "%s: %llu bytes is too small", sm->dev_path,
 		     (unsigned long long)dev_size);
 
-	ret = dmabuf_rw_ring_init(&self->ring, 8);
+	ret = dmabuf_rw_ring_init(&sm->ring, 8);
 	if (dmabuf_rw_ring_skip(ret))
-		SKIP(return, "%s", dmabuf_rw_ring_skip(ret));
+		SKIP(return false, "%s", dmabuf_rw_ring_skip(ret));
 	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
-	self->ring_ready = true;
+	sm->ring_ready = true;
 
-	ret = io_uring_register_buffers_sparse(&self->ring, NR_BUF_SLOTS);
+	ret = io_uring_register_buffers_sparse(&sm->ring, NR_BUF_SLOTS);
 	ASSERT_EQ(0, ret)
 		TH_LOG("io_uring_register_buffers_sparse: %s", strerror(-ret));
-	self->buffers_registered = true;
+	sm->buffers_registered = true;
 
-	ASSERT_EQ(0, posix_memalign((void **)&self->plain, 4096, REGION_MAX));
-	self->expect = malloc(REGION_MAX);
-	ASSERT_NE(NULL, self->expect);
-
-	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++) {
-		self->xfer[i] = (struct xfer) {
-			.ring = &self->ring,
-			.dev_fd = self->dev_fd,
-			.plain = self->plain,
-			.expect = self->expect,
-			.dbuf = &self->dbuf[i],
-			.slot = i,
-			.off = variant->buf_offset,
-			.len = variant->len,
-		};
-		ret = dmabuf_rw_buf_create(&self->dbuf[i], i, DMABUF_SIZE);
-		if (ret == -ENOENT)
-			continue;	/* the tests that need it skip */
-		ASSERT_EQ(0, ret)
-			TH_LOG("creating the dma-buf: %s", strerror(-ret));
-
-		ret = dmabuf_rw_register_dmabuf(&self->ring, i, self->dev_fd,
-						self->dbuf[i].fd);
-		ASSERT_EQ(1, ret)
-			TH_LOG("registering the dma-buf with IORING_RSRC_F_EXTENDED_UPDATE: %s",
-			       ret < 0 ? strerror(-ret) : "no slot updated");
-	}
+	ASSERT_EQ(0, posix_memalign((void **)&sm->plain, 4096, region));
+	sm->expect = malloc(size > region ? size : region);
+	ASSERT_NE(NULL, sm->expect);
+	return true;
 }
 
 /*
- * After unregistering, the test exporter's dma-buf must be neither mapped
- * nor attached, and no page a migration retired may have been written by
- * DMA after its invalidation.
+ * Create @dbuf from @exporter in @layout, register it in @slot, and set
+ * up @x for it. Returns false when the exporter is missing.
  */
-FIXTURE_TEARDOWN(dmabuf_rw)
+static bool smoke_add_dmabuf(struct __test_metadata *_metadata,
+			     struct smoke *sm, struct dmabuf_rw_buf *dbuf,
+			     struct xfer *x, unsigned int slot,
+			     enum dmabuf_rw_exporter exporter, size_t size,
+			     __u32 layout, __u32 seg_size)
 {
-	struct dmabuf_rw_buf *texp = &self->dbuf[DMABUF_RW_TEST_EXPORTER];
-	unsigned int i;
+	int ret;
 
-	if (self->buffers_registered)
-		EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
-	if (self->ring_ready)
-		io_uring_queue_exit(&self->ring);
+	x->ring = &sm->ring;
+	x->dev_fd = sm->dev_fd;
+	x->plain = sm->plain;
+	x->expect = sm->expect;
+	x->dbuf = dbuf;
+	x->slot = slot;
+	x->refused = &sm->refused;
+
+	ret = dmabuf_rw_buf_create_layout(dbuf, exporter, size, layout,
+					  seg_size);
+	if (ret == -ENOENT)
+		return false;	/* the tests that need it skip */
+	ASSERT_EQ(0, ret) TH_LOG("creating the dma-buf: %s", strerror(-ret));
+
+	ret = dmabuf_rw_register_dmabuf(&sm->ring, slot, sm->dev_fd, dbuf->fd);
+	ASSERT_EQ(1, ret)
+		TH_LOG("registering the dma-buf with IORING_RSRC_F_EXTENDED_UPDATE: %s",
+		       ret < 0 ? strerror(-ret) : "no slot updated");
+	return true;
+}
+
+/*
+ * After unregistering, the test exporter's dma-buf @texp must be neither
+ * mapped nor attached, and no page a migration retired may have been
+ * written by DMA after its invalidation.
+ */
+static void smoke_teardown(struct __test_metadata *_metadata,
+			   struct smoke *sm, const struct dmabuf_rw_buf *texp)
+{
+	if (sm->buffers_registered)
+		EXPECT_EQ(0, io_uring_unregister_buffers(&sm->ring));
+	if (sm->ring_ready)
+		io_uring_queue_exit(&sm->ring);
 	if (texp->fd >= 0)
 		DMABUF_RW_EXPECT_SETTLED(texp->fd, "after unregistering");
+	free(sm->expect);
+	free(sm->plain);
+	if (sm->dev_fd >= 0)
+		close(sm->dev_fd);
+}
+
+FIXTURE_SETUP(dmabuf_rw)
+{
+	unsigned int i;
+
+	self->sm.dev_fd = -1;
+	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++)
+		dmabuf_rw_buf_init(&self->dbuf[i]);
+	if (!smoke_setup(_metadata, &self->sm, DMABUF_SIZE, DMABUF_SIZE))
+		return;
+	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++) {
+		self->xfer[i] = (struct xfer) {
+			.off = variant->buf_offset,
+			.len = variant->len,
+		};
+		smoke_add_dmabuf(_metadata, &self->sm, &self->dbuf[i],
+				 &self->xfer[i], i, i, DMABUF_SIZE,
+				 TEST_DMABUF_EXP_LAYOUT_PAGES, 0);
+	}
+}
+
+FIXTURE_TEARDOWN(dmabuf_rw)
+{
+	unsigned int i;
+
+	smoke_teardown(_metadata, &self->sm,
+		       &self->dbuf[DMABUF_RW_TEST_EXPORTER]);
 	for (i = 0; i < DMABUF_RW_NR_EXPORTERS; i++)
 		dmabuf_rw_buf_destroy(&self->dbuf[i]);
-	free(self->expect);
-	free(self->plain);
-	if (self->dev_fd >= 0)
-		close(self->dev_fd);
 }
 
 /*
@@ -307,12 +364,21 @@ static bool normal_to_fixed(struct __test_metadata *_metadata,
 	/* Poison all of the dma-buf: a short or misplaced read shows. */
 	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
 		return false;
-	memset(map, poison, DMABUF_SIZE);
+	memset(map, poison, dbuf->size);
 	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
 		return false;
 
 	res = dmabuf_rw_fixed_io(x->ring, false, x->dev_fd, x->slot, off, len,
 				 DMABUF_RW_DEV_OFFSET);
+	if (res == -EINVAL && x->may_refuse) {
+		(*x->refused)++;
+		memset(expect, poison, dbuf->size);
+		if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ))
+			return false;
+		ok = same_bytes(_metadata, "dma-buf after a refused READ_FIXED",
+				"dma-buf", 0, map, expect, dbuf->size);
+		return cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ) && ok;
+	}
 	if (res != (int)len) {
 		TH_LOG("READ_FIXED of %zu bytes to dma-buf offset %zu: %s",
 		       len, off, res < 0 ? strerror(-res) : "short read");
@@ -324,12 +390,12 @@ static bool normal_to_fixed(struct __test_metadata *_metadata,
 		return false;
 	ok = same_bytes(_metadata, "data read with READ_FIXED", "dma-buf", off,
 			map + off, expect, len);
-	memset(expect, poison, DMABUF_SIZE);
+	memset(expect, poison, dbuf->size);
 	ok = same_bytes(_metadata, "dma-buf before the transfer", "dma-buf", 0,
 			map, expect, off) && ok;
 	ok = same_bytes(_metadata, "dma-buf after the transfer", "dma-buf",
 			off + len, map + off + len, expect,
-			DMABUF_SIZE - off - len) && ok;
+			dbuf->size - off - len) && ok;
 	return cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ) && ok;
 }
 
@@ -362,14 +428,14 @@ static bool fixed_to_normal(struct __test_metadata *_metadata,
 	 */
 	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE))
 		return false;
-	memset(map, poison, DMABUF_SIZE);
+	memset(map, poison, dbuf->size);
 	dmabuf_rw_fill_pattern(map + off, DMABUF_RW_DEV_OFFSET, len, salt);
 	if (!cpu_access(_metadata, dbuf->fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE))
 		return false;
 
 	res = dmabuf_rw_fixed_io(x->ring, true, x->dev_fd, x->slot, off, len,
 				 DMABUF_RW_DEV_OFFSET);
-	if (res != (int)len) {
+	if (res != (int)len && !(res == -EINVAL && x->may_refuse)) {
 		TH_LOG("WRITE_FIXED of %zu bytes from dma-buf offset %zu: %s",
 		       len, off, res < 0 ? strerror(-res) : "short write");
 		return false;
@@ -380,6 +446,15 @@ static bool fixed_to_normal(struct __test_metadata *_metadata,
 	    (ssize_t)region) {
 		TH_LOG("pread from the device: %s", strerror(errno));
 		return false;
+	}
+
+	if (res == -EINVAL) {
+		/* Refused: nothing may have reached the device. */
+		(*x->refused)++;
+		memset(expect, POISON_DEVICE, region);
+		return same_bytes(_metadata, "device after a refused WRITE_FIXED",
+				  "device", DMABUF_RW_DEV_OFFSET - DMABUF_RW_GUARD,
+				  plain, expect, region);
 	}
 
 	dmabuf_rw_fill_pattern(expect, DMABUF_RW_DEV_OFFSET, len, salt);
@@ -483,10 +558,14 @@ static void run_rounds(struct __test_metadata *_metadata, const struct xfer *x,
 				     ROUND_POISON(round)))
 			TH_LOG("round %u of %u", round + 1, NR_ROUNDS);
 	}
-	if (texp) {
+	/* A refused transfer leaves no mapping behind to reuse. */
+	if (texp && !*x->refused) {
 		ASSERT_TRUE(check_second_round(_metadata, x->dbuf, between,
 					       &before));
 	}
+	if (*x->refused)
+		ksft_print_msg("layout refused: %u of %u transfers got EINVAL, none moved data\n",
+			       *x->refused, NR_ROUNDS);
 }
 
 TEST_F(dmabuf_rw, udmabuf_write_normal_read_fixed)
@@ -535,6 +614,130 @@ TEST_F(dmabuf_rw, texp_migrate_write_fixed_read_normal)
 {
 	run_rounds(_metadata, &self->xfer[DMABUF_RW_TEST_EXPORTER], MIGRATE,
 		   fixed_to_normal, SALT_FIXED_TO_NORMAL);
+}
+
+/*
+ * The test exporter's layouts (TEST_DMABUF_EXP_LAYOUT_*): scatterlists
+ * no udmabuf hands out. NVMe PRP entries address whole controller pages,
+ * so a segment that starts or ends inside one cannot be described: the
+ * series may refuse it (EINVAL, nothing moved) or must move the right
+ * bytes. Every other layout must work.
+ */
+FIXTURE(layout) {
+	struct smoke sm;
+	struct dmabuf_rw_buf dbuf;
+	struct xfer xfer;
+};
+
+FIXTURE_VARIANT(layout) {
+	__u32 layout;
+	__u32 seg_size;
+	size_t size;		/* of the dma-buf */
+	size_t buf_offset;	/* offset of the transfer in the dma-buf */
+	size_t len;		/* bytes transferred */
+	bool may_refuse;	/* segments PRP cannot describe */
+};
+
+/* Two segments a page: the second starts in the middle of it. */
+FIXTURE_VARIANT_ADD(layout, split2k_off0_len8k) {
+	.layout = TEST_DMABUF_EXP_LAYOUT_SPLIT,
+	.seg_size = 2048,
+	.size = DMABUF_SIZE,
+	.len = 8192,
+	.may_refuse = true,
+};
+
+/* Lengths of 1000 and 96 bytes, starts anywhere; the transfer too. */
+FIXTURE_VARIANT_ADD(layout, split1000_off512_len8k) {
+	.layout = TEST_DMABUF_EXP_LAYOUT_SPLIT,
+	.seg_size = 1000,
+	.size = DMABUF_SIZE,
+	.buf_offset = 512,
+	.len = 8192,
+	.may_refuse = true,
+};
+
+/* Many tiny segments, one a sector. */
+FIXTURE_VARIANT_ADD(layout, split512_off3584_len4k) {
+	.layout = TEST_DMABUF_EXP_LAYOUT_SPLIT,
+	.seg_size = 512,
+	.size = DMABUF_SIZE,
+	.buf_offset = 3584,
+	.len = 4096,
+	.may_refuse = true,
+};
+
+/* One segment of 4 MiB (as far as the DMA mapping takes it). */
+FIXTURE_VARIANT_ADD(layout, contig_off4608_len1m) {
+	.layout = TEST_DMABUF_EXP_LAYOUT_CONTIG,
+	.size = 4 << 20,
+	.buf_offset = 4608,
+	.len = 1 << 20,
+};
+
+/* 64 KiB segments; the transfer crosses four of their boundaries. */
+FIXTURE_VARIANT_ADD(layout, contig64k_off61952_len256k) {
+	.layout = TEST_DMABUF_EXP_LAYOUT_CONTIG,
+	.seg_size = 64 << 10,
+	.size = 1 << 20,
+	.buf_offset = (60 << 10) + 512,
+	.len = 256 << 10,
+};
+
+/*
+ * All of a 4 MiB segment in one transfer: more than one command carries
+ * (32 of 128 KiB) and than one PRP list page addresses (1024 entries).
+ */
+FIXTURE_VARIANT_ADD(layout, contig_off0_len4m) {
+	.layout = TEST_DMABUF_EXP_LAYOUT_CONTIG,
+	.size = 4 << 20,
+	.len = 4 << 20,
+};
+
+FIXTURE_SETUP(layout)
+{
+	self->sm.dev_fd = -1;
+	dmabuf_rw_buf_init(&self->dbuf);
+	if (!smoke_setup(_metadata, &self->sm, variant->size, variant->len))
+		return;
+	self->xfer = (struct xfer) {
+		.off = variant->buf_offset,
+		.len = variant->len,
+		.may_refuse = variant->may_refuse,
+	};
+	smoke_add_dmabuf(_metadata, &self->sm, &self->dbuf, &self->xfer, 0,
+			 DMABUF_RW_TEST_EXPORTER, variant->size,
+			 variant->layout, variant->seg_size);
+}
+
+FIXTURE_TEARDOWN(layout)
+{
+	smoke_teardown(_metadata, &self->sm, &self->dbuf);
+	dmabuf_rw_buf_destroy(&self->dbuf);
+}
+
+TEST_F(layout, texp_write_normal_read_fixed)
+{
+	run_rounds(_metadata, &self->xfer, KEEP, normal_to_fixed,
+		   SALT_NORMAL_TO_FIXED);
+}
+
+TEST_F(layout, texp_write_fixed_read_normal)
+{
+	run_rounds(_metadata, &self->xfer, KEEP, fixed_to_normal,
+		   SALT_FIXED_TO_NORMAL);
+}
+
+TEST_F(layout, texp_migrate_write_normal_read_fixed)
+{
+	run_rounds(_metadata, &self->xfer, MIGRATE, normal_to_fixed,
+		   SALT_NORMAL_TO_FIXED);
+}
+
+TEST_F(layout, texp_migrate_write_fixed_read_normal)
+{
+	run_rounds(_metadata, &self->xfer, MIGRATE, fixed_to_normal,
+		   SALT_FIXED_TO_NORMAL);
 }
 
 TEST_HARNESS_MAIN

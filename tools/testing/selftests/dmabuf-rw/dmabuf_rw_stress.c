@@ -677,15 +677,16 @@ static void stop_invalidator(struct stress *st)
 }
 
 /*
- * Set up a stress run: @nr_dmabufs test-exporter dma-bufs, registered in
- * each of @nr_rings rings for the device, whose test area is written.
- * False when the test was skipped.
+ * Set up a stress run: @nr_dmabufs test-exporter dma-bufs in @layout
+ * (TEST_DMABUF_EXP_LAYOUT_*, whole segments), registered in each of
+ * @nr_rings rings for the device, whose test area is written. False when
+ * the test was skipped.
  */
 static bool run_setup(struct __test_metadata *_metadata,
 		      struct stress **out, const char **dev_path,
 		      struct test_dmabuf_exp_counters *before,
 		      unsigned int nr_dmabufs, unsigned int nr_rings,
-		      bool nowait)
+		      bool nowait, __u32 layout)
 {
 	char why[DMABUF_RW_WHY_LEN];
 	struct stress *st;
@@ -717,8 +718,9 @@ static bool run_setup(struct __test_metadata *_metadata,
 		     dmabuf_rw_exporter_missing(DMABUF_RW_TEST_EXPORTER));
 	ASSERT_EQ(0, ret) TH_LOG("exporter counters: %s", strerror(-ret));
 	for (i = 0; i < st->nr_dmabufs; i++) {
-		ret = dmabuf_rw_buf_create(&st->dbuf[i], DMABUF_RW_TEST_EXPORTER,
-					   DMABUF_SIZE);
+		ret = dmabuf_rw_buf_create_layout(&st->dbuf[i],
+						  DMABUF_RW_TEST_EXPORTER,
+						  DMABUF_SIZE, layout, 0);
 		ASSERT_EQ(0, ret)
 			TH_LOG("creating dma-buf %u: %s", i, strerror(-ret));
 	}
@@ -768,6 +770,7 @@ FIXTURE_VARIANT(stress) {
 	unsigned int nr_dmabufs;
 	unsigned int nr_rings;	/* the threads share a ring when 1 */
 	bool nowait;
+	__u32 layout;
 };
 
 /* Each thread its ring; both dma-bufs in both rings. */
@@ -790,10 +793,20 @@ FIXTURE_VARIANT_ADD(stress, nowait) {
 	.nr_dmabufs = 2, .nr_rings = 2, .nowait = true,
 };
 
+/*
+ * Each dma-buf one physically contiguous allocation, in as few segments
+ * as the DMA mapping takes, and contiguous again after each migration.
+ */
+FIXTURE_VARIANT_ADD(stress, contig_dmabufs) {
+	.nr_dmabufs = 2, .nr_rings = 2,
+	.layout = TEST_DMABUF_EXP_LAYOUT_CONTIG,
+};
+
 FIXTURE_SETUP(stress)
 {
 	run_setup(_metadata, &self->st, &self->dev_path, &self->before,
-		  variant->nr_dmabufs, variant->nr_rings, variant->nowait);
+		  variant->nr_dmabufs, variant->nr_rings, variant->nowait,
+		  variant->layout);
 }
 
 FIXTURE_TEARDOWN(stress)
@@ -892,7 +905,7 @@ FIXTURE(race) {
 FIXTURE_SETUP(race)
 {
 	run_setup(_metadata, &self->st, &self->dev_path, &self->before,
-		  NR_DMABUFS, NR_THREADS, false);
+		  NR_DMABUFS, NR_THREADS, false, TEST_DMABUF_EXP_LAYOUT_PAGES);
 }
 
 FIXTURE_TEARDOWN(race)
