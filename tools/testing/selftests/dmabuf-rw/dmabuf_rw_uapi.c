@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
 #include <linux/nvme_ioctl.h>
 
 #include "dmabuf_rw.h"
@@ -239,6 +240,180 @@ TEST_F(uapi, dmabuf_closed)
 					closed_fd());
 	expect_errno(_metadata, EBADF, ret, "a closed dma-buf fd");
 	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+}
+
+/*
+ * A loop device over a memfd: a blk-mq driver without the dma-buf
+ * operations. Its fd, opened O_DIRECT, is returned in *@loop_fd; the loop
+ * device detaches when that fd is closed. Returns 0 or a negative errno;
+ * -ENOENT means there is no loop driver.
+ */
+static int loop_over_memfd(int *loop_fd)
+{
+	struct loop_config cfg = { .info.lo_flags = LO_FLAGS_AUTOCLEAR };
+	int ctl, nr, memfd, ret = 0;
+	char path[32];
+
+	*loop_fd = -1;
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return -errno;
+	nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (nr < 0)
+		return -errno;
+
+	memfd = memfd_create("dmabuf-rw-loop", MFD_CLOEXEC);
+	if (memfd < 0)
+		return -errno;
+	cfg.fd = memfd;
+	snprintf(path, sizeof(path), "/dev/loop%d", nr);
+	if (ftruncate(memfd, DMABUF_SIZE)) {
+		ret = -errno;
+	} else {
+		*loop_fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+		if (*loop_fd < 0)
+			ret = errno == ENOENT ? -EIO : -errno;
+		else if (ioctl(*loop_fd, LOOP_CONFIGURE, &cfg))
+			ret = -errno;
+	}
+	close(memfd);
+	if (ret && *loop_fd >= 0) {
+		close(*loop_fd);
+		*loop_fd = -1;
+	}
+	return ret;
+}
+
+/* A block device other than an NVMe namespace: blk-mq, but no dma_map. */
+TEST_F(uapi, target_loop_device)
+{
+	int fd, ret;
+
+	ret = loop_over_memfd(&fd);
+	if (ret == -ENOENT)
+		SKIP(return, "no /dev/loop-control (CONFIG_BLK_DEV_LOOP)");
+	ASSERT_EQ(0, ret) TH_LOG("a loop device over a memfd: %s", strerror(-ret));
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
+	expect_errno(_metadata, EINVAL, ret, "a loop device as the target");
+	close(fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+}
+
+/* A bio-based block device: brd has no request queue to map for. */
+TEST_F(uapi, target_ram_disk)
+{
+	int fd, ret;
+
+	fd = open("/dev/ram0", O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/ram0 (CONFIG_BLK_DEV_RAM)");
+	ASSERT_LE(0, fd) TH_LOG("open /dev/ram0: %s", strerror(errno));
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
+	expect_errno(_metadata, EINVAL, ret, "a ram disk (brd) as the target");
+	close(fd);
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+}
+
+/* A dma-buf entry needs both fds (target_missing is the reverse). */
+TEST_F(uapi, target_without_dmabuf)
+{
+	int ret;
+
+	ret = register_entry(&self->ring, NULL, 0, self->dev_fd, -1);
+	expect_errno(_metadata, EBADF, ret, "a target fd without a dma-buf fd");
+	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+}
+
+/* Whether @found holds the IO_LEN bytes of @expect; log where not. */
+static bool same_as_device(struct __test_metadata *_metadata,
+			   const void *found, const __u8 *expect,
+			   const char *what)
+{
+	size_t nr_diff;
+	ssize_t i;
+
+	i = dmabuf_rw_first_diff(found, expect, IO_LEN, &nr_diff);
+	if (i >= 0)
+		TH_LOG("READ_FIXED through the %s: %zu of %d bytes differ, the first at %zd",
+		       what, nr_diff, IO_LEN, i);
+	return i < 0;
+}
+
+/*
+ * One update of three slots: a plain buffer, the dma-buf, and a dma-buf
+ * entry whose target is not open. As for any IORING_REGISTER_BUFFERS_UPDATE
+ * that fails part way, the first two take, the update stops at the third
+ * and returns 2, and the third slot stays empty. Both registered slots
+ * then read the device's bytes into their own buffer.
+ */
+TEST_F(uapi, mixed_update)
+{
+	struct io_uring_reg_buffer rb[3];
+	struct iovec iov[3] = {};
+	__u8 *plain, *expect;
+	int ret, poison = 0xa5;
+	bool cpu_check;
+	size_t i;
+
+	ASSERT_EQ(0, posix_memalign((void **)&plain, 4096, IO_LEN));
+	ASSERT_EQ(0, posix_memalign((void **)&expect, 4096, IO_LEN));
+	ASSERT_EQ(IO_LEN, pread(self->dev_fd, expect, IO_LEN, 0));
+	/* A poison that the device's bytes are not, all of them. */
+	for (i = 0; i < IO_LEN && expect[i] == poison; i++)
+		;
+	if (i == IO_LEN)
+		poison ^= 0xff;
+
+	iov[0] = (struct iovec) { .iov_base = plain, .iov_len = IO_LEN };
+	rb[0] = (struct io_uring_reg_buffer) {
+		.iov_uaddr = (__u64)(uintptr_t)&iov[0],
+		.target_fd = -1, .dmabuf_fd = -1,
+	};
+	rb[1] = (struct io_uring_reg_buffer) {
+		.iov_uaddr = (__u64)(uintptr_t)&iov[1],
+		.target_fd = self->dev_fd, .dmabuf_fd = self->dbuf.fd,
+	};
+	rb[2] = (struct io_uring_reg_buffer) {
+		.iov_uaddr = (__u64)(uintptr_t)&iov[2],
+		.target_fd = closed_fd(), .dmabuf_fd = self->dbuf.fd,
+	};
+	ret = dmabuf_rw_update_buffers(&self->ring, 0, rb, 3);
+	ASSERT_EQ(2, ret)
+		TH_LOG("updating slots 0-2 (plain, dma-buf, closed target): %s",
+		       ret < 0 ? strerror(-ret) : "not 2 slots updated");
+	ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, 2, 0, IO_LEN, 0);
+	expect_errno(_metadata, EFAULT, ret, "READ_FIXED from the slot whose entry failed");
+
+	memset(plain, poison, IO_LEN);
+	ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, 0,
+				 (__u64)(uintptr_t)plain, IO_LEN, 0);
+	ASSERT_EQ(IO_LEN, ret)
+		TH_LOG("READ_FIXED through the plain slot: %s",
+		       ret < 0 ? strerror(-ret) : "short read");
+	EXPECT_TRUE(same_as_device(_metadata, plain, expect, "plain slot"));
+
+	/* udmabuf's own syncs bounce its pages with swiotlb=force. */
+	cpu_check = self->dbuf.exporter == DMABUF_RW_TEST_EXPORTER ||
+		    !dmabuf_rw_swiotlb_forced();
+	if (cpu_check) {
+		ASSERT_EQ(0, dmabuf_cpu_begin(self->dbuf.fd, DMA_BUF_SYNC_WRITE));
+		memset(self->dbuf.map, poison, IO_LEN);
+		ASSERT_EQ(0, dmabuf_cpu_end(self->dbuf.fd, DMA_BUF_SYNC_WRITE));
+	}
+	ret = dmabuf_rw_fixed_io(&self->ring, false, self->dev_fd, 1, 0,
+				 IO_LEN, 0);
+	ASSERT_EQ(IO_LEN, ret)
+		TH_LOG("READ_FIXED through the dma-buf slot: %s",
+		       ret < 0 ? strerror(-ret) : "short read");
+	if (cpu_check) {
+		ASSERT_EQ(0, dmabuf_cpu_begin(self->dbuf.fd, DMA_BUF_SYNC_READ));
+		EXPECT_TRUE(same_as_device(_metadata, self->dbuf.map, expect,
+					   "dma-buf slot"));
+		ASSERT_EQ(0, dmabuf_cpu_end(self->dbuf.fd, DMA_BUF_SYNC_READ));
+	}
+	free(expect);
+	free(plain);
 }
 
 TEST_F(uapi, dmabuf_with_iovec)
