@@ -4,7 +4,9 @@
  * buffer for a block device: the target fd's status flags, the fd a
  * request is submitted on, the dma-buf's own fd, the ring (a forked child
  * submitting on it, its buffer table cloned to another ring, a polled
- * ring). After each change a READ_FIXED or WRITE_FIXED through the dma-buf
+ * ring), the slot (updated while a request from it is in flight), the
+ * pages behind the dma-buf; and a partition of the device as the target.
+ * After each change a READ_FIXED or WRITE_FIXED through the dma-buf
  * must either fail with an errno and move nothing, or move the right bytes
  * to the right place: never complete with success for data that did not
  * move. Where the same request from a plain registered buffer fails, the
@@ -15,11 +17,14 @@
  * transfer. The block device is the one named in DMABUF_RW_DEV; without
  * it the test skips.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <linux/blkpg.h>
+#include <linux/falloc.h>
 
 #include "dmabuf_rw.h"
 #include "kselftest_harness.h"
@@ -37,6 +42,10 @@
 /* Where dmabuf_fd_closed copies the transfer to, through the dma-buf. */
 #define DEV_OFF2	(2 << 20)
 #define POISON		0x5a
+/* The partition the partition test adds, in memory only (BLKPG). */
+#define PART_NO		15
+#define PART_START	(8 << 20)
+#define PART_LEN	(4 << 20)
 
 enum outcome {
 	MUST_WORK,	/* the right data */
@@ -49,6 +58,7 @@ struct state_io {
 	struct dmabuf_rw_buf *dbuf;
 	void *plain;		/* registered at PLAIN_SLOT */
 	int check_fd;		/* O_DIRECT, not the registered file */
+	off_t dev_base;		/* where the target starts, on check_fd */
 	bool write;
 	__u64 round;		/* a new pattern each request */
 	void *span;		/* SPAN_LEN, aligned for O_DIRECT */
@@ -64,6 +74,8 @@ FIXTURE(state) {
 	bool buffers_registered;
 	struct io_uring ring2;	/* a second ring, for the tests that need it */
 	bool ring2_ready;
+	int part_fd;		/* the partition test's target */
+	bool part_added;
 	struct dmabuf_rw_buf dbuf;
 	struct state_io io;
 };
@@ -125,12 +137,31 @@ static int register_both(struct io_uring *ring, int fd,
 	return ret == 1 ? 0 : (ret < 0 ? ret : -EIO);
 }
 
+/* Add, resize or delete partition @pno of the disk open on @disk_fd. */
+static int blkpg(int disk_fd, int op, int pno, long long start,
+		 long long length)
+{
+	struct blkpg_partition part = {
+		.start = start,
+		.length = length,
+		.pno = pno,
+	};
+	struct blkpg_ioctl_arg arg = {
+		.op = op,
+		.datalen = sizeof(part),
+		.data = &part,
+	};
+
+	return ioctl(disk_fd, BLKPG, &arg) ? -errno : 0;
+}
+
 FIXTURE_SETUP(state)
 {
 	char why[DMABUF_RW_WHY_LEN];
 	int ret;
 
 	self->dev_fd = -1;
+	self->part_fd = -1;
 	self->io.check_fd = -1;
 	dmabuf_rw_buf_init(&self->dbuf);
 	self->io.dbuf = &self->dbuf;
@@ -188,6 +219,11 @@ FIXTURE_TEARDOWN(state)
 	dmabuf_rw_buf_destroy(&self->dbuf);
 	if (self->io.check_fd >= 0)
 		close(self->io.check_fd);
+	if (self->part_fd >= 0)
+		close(self->part_fd);
+	if (self->part_added)
+		EXPECT_EQ(0, blkpg(self->dev_fd, BLKPG_DEL_PARTITION, PART_NO,
+				   0, 0));
 	if (self->dev_fd >= 0)
 		close(self->dev_fd);
 	if (self->io.plain)
@@ -261,7 +297,8 @@ static int prime(struct state_io *io)
 
 	io->round++;
 	dmabuf_rw_fill_pattern(io->span, SPAN_OFF, SPAN_LEN, io->round << 1);
-	ret = full_pio(true, io->check_fd, io->span, SPAN_LEN, SPAN_OFF);
+	ret = full_pio(true, io->check_fd, io->span, SPAN_LEN,
+		       io->dev_base + SPAN_OFF);
 	if (ret)
 		return ret;
 	memset(io->expect, POISON, DMABUF_SIZE);
@@ -272,47 +309,47 @@ static int prime(struct state_io *io)
 }
 
 /*
- * After the dma-buf's request with result @res: with IO_LEN the transfer
- * must be in place and nothing else touched; with an errno nothing may
- * have moved. Checks the device span (both directions: a read must not
- * write it) and, for a read, the dma-buf.
+ * After the dma-buf's request with result @res: the first @res bytes of
+ * the transfer must be in place and nothing else touched; with an errno
+ * nothing may have moved. Checks the device span (both directions: a read
+ * must not write it) and, for a read, the dma-buf.
  */
 static void check_moved(struct __test_metadata *_metadata,
 			struct state_io *io, int res, const char *what)
 {
 	__u8 *expect = io->expect, *found = io->found;
-	bool moved = res == IO_LEN;
+	size_t moved = res > 0 && res <= IO_LEN ? res : 0;
 	size_t nr_diff;
 	ssize_t first;
 	int ret;
 
 	/* The device span as it must be now. */
 	dmabuf_rw_fill_pattern(expect, SPAN_OFF, SPAN_LEN, io->round << 1);
-	if (io->write && moved)
-		dmabuf_rw_fill_pattern(expect + GUARD, DEV_OFF, IO_LEN,
+	if (io->write)
+		dmabuf_rw_fill_pattern(expect + GUARD, DEV_OFF, moved,
 				       io->round << 1 | 1);
 	memset(found, POISON ^ 0xff, SPAN_LEN);
-	ret = full_pio(false, io->check_fd, found, SPAN_LEN, SPAN_OFF);
+	ret = full_pio(false, io->check_fd, found, SPAN_LEN,
+		       io->dev_base + SPAN_OFF);
 	ASSERT_EQ(0, ret) TH_LOG("reading the device back: %s", strerror(-ret));
 	first = dmabuf_rw_first_diff(found, expect, SPAN_LEN, &nr_diff);
 	EXPECT_EQ(-1, first)
 		TH_LOG("%s: %s, and the device differs at byte %zd of the span (%zu bytes; the transfer is bytes %d to %d)",
-		       what, moved ? "it completed" : strerror(-res), first,
+		       what, res >= 0 ? "it completed" : strerror(-res), first,
 		       nr_diff, GUARD, GUARD + IO_LEN);
 
 	if (io->write || !io->dbuf->map)
 		return;
 	memset(expect, POISON, DMABUF_SIZE);
-	if (moved)
-		dmabuf_rw_fill_pattern(expect + BUF_OFF, DEV_OFF, IO_LEN,
-				       io->round << 1);
+	dmabuf_rw_fill_pattern(expect + BUF_OFF, DEV_OFF, moved,
+			       io->round << 1);
 	memset(found, POISON ^ 0xff, DMABUF_SIZE);
 	ret = dbuf_access(io->dbuf, false, found);
 	ASSERT_EQ(0, ret) TH_LOG("reading the dma-buf: %s", strerror(-ret));
 	first = dmabuf_rw_first_diff(found, expect, DMABUF_SIZE, &nr_diff);
 	EXPECT_EQ(-1, first)
 		TH_LOG("%s: %s, and the dma-buf differs at byte %zd (%zu bytes; the transfer is bytes %d to %d)",
-		       what, moved ? "it completed" : strerror(-res), first,
+		       what, res >= 0 ? "it completed" : strerror(-res), first,
 		       nr_diff, BUF_OFF, BUF_OFF + IO_LEN);
 }
 
@@ -619,6 +656,205 @@ TEST_F(state, iopoll_ring)
 	check_request(_metadata, &self->io, ring2, self->dev_fd, MAY_FAIL,
 		      "on a ring with IORING_SETUP_IOPOLL");
 	EXPECT_EQ(0, io_uring_unregister_buffers(ring2));
+}
+
+/* The device node of partition @pno of the disk open on @disk_fd. */
+static int partition_path(int disk_fd, int pno, char *path, size_t len)
+{
+	char dir[64], attr[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	int nr, ret = -ENOENT;
+	FILE *f;
+	DIR *d;
+
+	if (fstat(disk_fd, &st))
+		return -errno;
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u",
+		 major(st.st_rdev), minor(st.st_rdev));
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while (ret && (de = readdir(d))) {
+		snprintf(attr, sizeof(attr), "%s/%s/partition", dir,
+			 de->d_name);
+		f = fopen(attr, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%d", &nr) == 1 && nr == pno) {
+			snprintf(path, len, "/dev/%s", de->d_name);
+			ret = 0;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * A partition of the device as the target, added with BLKPG (in memory:
+ * nothing is written to a partition table). Registration may refuse it
+ * (EINVAL or EOPNOTSUPP, the slot keeping what it had); if it takes it,
+ * the transfer must land at the partition's offset on the device; once the partition ends in the
+ * middle of the request, the request must stop at its end, as a plain
+ * buffer's does, and write nothing beyond it. After unregistering,
+ * nothing may hold the partition open: it must delete.
+ */
+TEST_F(state, partition)
+{
+	struct state_io *io = &self->io;
+	char path[PATH_MAX];
+	int plain, res, ret;
+
+	/* One that a failed run left; there is none otherwise. */
+	blkpg(self->dev_fd, BLKPG_DEL_PARTITION, PART_NO, 0, 0);
+	ret = blkpg(self->dev_fd, BLKPG_ADD_PARTITION, PART_NO, PART_START,
+		    PART_LEN);
+	ASSERT_EQ(0, ret)
+		TH_LOG("BLKPG_ADD_PARTITION %d of %s: %s", PART_NO,
+		       self->dev_path, strerror(-ret));
+	self->part_added = true;
+	ret = partition_path(self->dev_fd, PART_NO, path, sizeof(path));
+	ASSERT_EQ(0, ret)
+		TH_LOG("partition %d of %s in sysfs: %s", PART_NO,
+		       self->dev_path, strerror(-ret));
+	self->part_fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, self->part_fd)
+		TH_LOG("open %s: %s", path, strerror(errno));
+	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, self->part_fd,
+					self->dbuf.fd);
+	if (ret != 1) {
+		/* Refused: with a clear errno, and the slot as it was. */
+		EXPECT_TRUE(ret == -EINVAL || ret == -EOPNOTSUPP)
+			TH_LOG("registering the dma-buf for %s: %s", path,
+			       ret < 0 ? strerror(-ret) : "no slot updated");
+		check_request(_metadata, io, &self->ring, self->dev_fd,
+			      MUST_WORK, "the slot after the partition was refused");
+		return;
+	}
+
+	io->dev_base = PART_START;
+	/* Patterns that no other test left where a lost offset would go. */
+	io->round = 1 << 16;
+	check_request(_metadata, io, &self->ring, self->part_fd, MUST_WORK,
+		      "on a partition of the device");
+
+	ret = blkpg(self->dev_fd, BLKPG_RESIZE_PARTITION, PART_NO, PART_START,
+		    DEV_OFF + IO_LEN / 2);
+	ASSERT_EQ(0, ret)
+		TH_LOG("BLKPG_RESIZE_PARTITION: %s", strerror(-ret));
+	plain = submit_request(&self->ring, io, self->part_fd, PLAIN_SLOT);
+	ret = prime(io);
+	ASSERT_EQ(0, ret) TH_LOG("priming: %s", strerror(-ret));
+	res = submit_request(&self->ring, io, self->part_fd, SLOT);
+	EXPECT_EQ(IO_LEN / 2, res)
+		TH_LOG("across the partition's end: %d (from a plain buffer: %d)",
+		       res, plain);
+	check_moved(_metadata, io, res, "across the partition's end");
+
+	EXPECT_EQ(0, io_uring_unregister_buffers(&self->ring));
+	self->buffers_registered = false;
+	close(self->part_fd);
+	self->part_fd = -1;
+	ret = blkpg(self->dev_fd, BLKPG_DEL_PARTITION, PART_NO, 0, 0);
+	EXPECT_EQ(0, ret)
+		TH_LOG("deleting the partition after unregistering: %s",
+		       strerror(-ret));
+	self->part_added = ret != 0;
+}
+
+/*
+ * The dma-buf's slot updated to a plain buffer while a request from it is
+ * in flight, then back. The request imports its buffer when it is issued,
+ * inside io_uring_submit(), and on a DEFER_TASKRUN ring it completes only
+ * when this task waits for it: the update always comes while the request
+ * holds the dma-buf's registration. The request must still move its data
+ * through the dma-buf; then the slot is the plain buffer (a request that
+ * addresses it as the dma-buf fails and moves nothing), and it takes the
+ * dma-buf again.
+ */
+TEST_F(state, slot_updated_in_flight)
+{
+	struct io_uring *ring2 = &self->ring2;
+	struct state_io *io = &self->io;
+	struct iovec iov = { .iov_base = io->plain, .iov_len = DMABUF_SIZE };
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int plain, res, ret;
+	__u64 tag = 0;
+
+	ret = io_uring_queue_init(8, ring2, IORING_SETUP_SINGLE_ISSUER |
+				  IORING_SETUP_DEFER_TASKRUN);
+	ASSERT_EQ(0, ret) TH_LOG("io_uring_queue_init: %s", strerror(-ret));
+	self->ring2_ready = true;
+	ret = register_both(ring2, self->dev_fd, io);
+	ASSERT_EQ(0, ret) TH_LOG("registering: %s", strerror(-ret));
+
+	plain = submit_request(ring2, io, self->dev_fd, PLAIN_SLOT);
+	ret = prime(io);
+	ASSERT_EQ(0, ret) TH_LOG("priming: %s", strerror(-ret));
+	sqe = io_uring_get_sqe(ring2);
+	ASSERT_NE(NULL, sqe);
+	prep_request(sqe, io, self->dev_fd, SLOT);
+	ASSERT_EQ(1, io_uring_submit(ring2));
+	ret = io_uring_register_buffers_update_tag(ring2, SLOT, &iov, &tag, 1);
+	EXPECT_EQ(1, ret)
+		TH_LOG("updating the slot to a plain buffer, a request in flight: %s",
+		       ret < 0 ? strerror(-ret) : "no slot updated");
+	ret = io_uring_wait_cqe(ring2, &cqe);
+	ASSERT_EQ(0, ret) TH_LOG("io_uring_wait_cqe: %s", strerror(-ret));
+	res = cqe->res;
+	io_uring_cqe_seen(ring2, cqe);
+	check_result(_metadata, res, plain, MUST_WORK,
+		     "its slot updated to a plain buffer in flight");
+	check_moved(_metadata, io, res,
+		    "its slot updated to a plain buffer in flight");
+
+	ret = prime(io);
+	ASSERT_EQ(0, ret) TH_LOG("priming: %s", strerror(-ret));
+	res = submit_request(ring2, io, self->dev_fd, SLOT);
+	EXPECT_EQ(-EFAULT, res)
+		TH_LOG("addressing the slot, now a plain buffer, as the dma-buf: %s",
+		       res < 0 ? strerror(-res) : "it completed");
+	check_moved(_metadata, io, res,
+		    "addressing the slot, now a plain buffer, as the dma-buf");
+
+	ret = dmabuf_rw_register_dmabuf(ring2, SLOT, self->dev_fd,
+					self->dbuf.fd);
+	ASSERT_EQ(1, ret)
+		TH_LOG("registering the dma-buf in the slot again: %s",
+		       ret < 0 ? strerror(-ret) : "no slot updated");
+	check_request(_metadata, io, ring2, self->dev_fd, MUST_WORK,
+		      "the slot updated to the dma-buf again");
+	EXPECT_EQ(0, io_uring_unregister_buffers(ring2));
+}
+
+/*
+ * The pages behind the dma-buf replaced after registration: the test
+ * exporter migrates them (an invalidation with nothing in flight: the
+ * next request maps the new pages); udmabuf's memfd has them punched out
+ * of its page cache (udmabuf keeps the pages it pinned, and they stay the
+ * dma-buf's). Either way the next request moves the data to or from the
+ * dma-buf as its CPU mapping sees it.
+ */
+TEST_F(state, backing_pages_replaced)
+{
+	const char *how;
+	int ret;
+
+	if (self->dbuf.exporter == DMABUF_RW_TEST_EXPORTER) {
+		how = "the test exporter's pages migrated";
+		ret = test_dmabuf_exp_move(self->dbuf.fd,
+					   TEST_DMABUF_EXP_MIGRATE);
+	} else {
+		how = "the udmabuf's memfd punched";
+		ret = fallocate(self->dbuf.memfd, FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_KEEP_SIZE, 0, DMABUF_SIZE) ?
+		      -errno : 0;
+	}
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", how, strerror(-ret));
+	check_request(_metadata, &self->io, &self->ring, self->dev_fd,
+		      MUST_WORK, how);
 }
 
 TEST_HARNESS_MAIN
