@@ -20,7 +20,7 @@ usage() {
 usage: $0 [options]
 
   --revision DIR   revision of the series to test (format-patch files and
-                   a series file); default: kernel/series/rfc-v2.2
+                   a series file); default: kernel/series/rfc-v2.3
   --iommu MODE     strict (default), lazy, passthrough, off, or swiotlb
                    (no IOMMU, every DMA mapping bounced: swiotlb=force)
   --debug          build and run the debug kernel (guest.config plus

@@ -95,7 +95,7 @@ revision_patches() {
 
 # The project's default (best) revision.
 default_revision() {
-	printf '%s\n' "$DMABUF_RW_ROOT/kernel/series/rfc-v2.2"
+	printf '%s\n' "$DMABUF_RW_ROOT/kernel/series/rfc-v2.3"
 }
 
 # revision_name DIR: cache name for a revision directory.
