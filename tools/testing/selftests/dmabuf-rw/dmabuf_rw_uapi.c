@@ -162,41 +162,55 @@ static void expect_errno(struct __test_metadata *_metadata, int err, int ret,
 		       ret < 0 ? strerror(-ret) : "success");
 }
 
+/*
+ * Register the dma-buf for @fd, which must fail with @err and leave the
+ * slot as it was; @fd is closed.
+ */
+static void expect_target_refused(struct __test_metadata *_metadata,
+				  struct io_uring *ring, int dev_fd,
+				  const struct dmabuf_rw_buf *dbuf, int fd,
+				  int err, const char *what)
+{
+	int ret;
+
+	ret = dmabuf_rw_register_dmabuf(ring, SLOT, fd, dbuf->fd);
+	expect_errno(_metadata, err, ret, what);
+	close(fd);
+	check_slot_unused(_metadata, ring, dev_fd, dbuf);
+}
+
 TEST_F(uapi, target_not_o_direct)
 {
-	int fd, ret;
+	int fd;
 
 	fd = open(self->dev_path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
-	expect_errno(_metadata, EINVAL, ret, "block device opened without O_DIRECT");
-	close(fd);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+	expect_target_refused(_metadata, &self->ring, self->dev_fd,
+			      &self->dbuf, fd, EINVAL,
+			      "block device opened without O_DIRECT");
 }
 
 TEST_F(uapi, target_regular_file)
 {
-	int fd, ret;
+	int fd;
 
 	fd = memfd_create("dmabuf-rw-target", MFD_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, DMABUF_SIZE));
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
-	expect_errno(_metadata, EOPNOTSUPP, ret, "a regular file as the target");
-	close(fd);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+	expect_target_refused(_metadata, &self->ring, self->dev_fd,
+			      &self->dbuf, fd, EOPNOTSUPP,
+			      "a regular file as the target");
 }
 
 TEST_F(uapi, target_pipe)
 {
-	int fds[2], ret;
+	int fds[2];
 
 	ASSERT_EQ(0, pipe2(fds, O_CLOEXEC));
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fds[0], self->dbuf.fd);
-	expect_errno(_metadata, EOPNOTSUPP, ret, "a pipe as the target");
-	close(fds[0]);
 	close(fds[1]);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+	expect_target_refused(_metadata, &self->ring, self->dev_fd,
+			      &self->dbuf, fds[0], EOPNOTSUPP,
+			      "a pipe as the target");
 }
 
 TEST_F(uapi, target_closed)
@@ -294,25 +308,23 @@ TEST_F(uapi, target_loop_device)
 	if (ret == -ENOENT)
 		SKIP(return, "no /dev/loop-control (CONFIG_BLK_DEV_LOOP)");
 	ASSERT_EQ(0, ret) TH_LOG("a loop device over a memfd: %s", strerror(-ret));
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
-	expect_errno(_metadata, EINVAL, ret, "a loop device as the target");
-	close(fd);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+	expect_target_refused(_metadata, &self->ring, self->dev_fd,
+			      &self->dbuf, fd, EINVAL,
+			      "a loop device as the target");
 }
 
 /* A bio-based block device: brd has no request queue to map for. */
 TEST_F(uapi, target_ram_disk)
 {
-	int fd, ret;
+	int fd;
 
 	fd = open("/dev/ram0", O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		SKIP(return, "no /dev/ram0 (CONFIG_BLK_DEV_RAM)");
 	ASSERT_LE(0, fd) TH_LOG("open /dev/ram0: %s", strerror(errno));
-	ret = dmabuf_rw_register_dmabuf(&self->ring, SLOT, fd, self->dbuf.fd);
-	expect_errno(_metadata, EINVAL, ret, "a ram disk (brd) as the target");
-	close(fd);
-	check_slot_unused(_metadata, &self->ring, self->dev_fd, &self->dbuf);
+	expect_target_refused(_metadata, &self->ring, self->dev_fd,
+			      &self->dbuf, fd, EINVAL,
+			      "a ram disk (brd) as the target");
 }
 
 /* A dma-buf entry needs both fds (target_missing is the reverse). */
