@@ -20,6 +20,9 @@ LIBURING_SUITES=(trixie sid)
 
 export DMABUF_RW_ROOT DMABUF_RW_CACHE
 
+# shellcheck source=ci/verdict.sh
+. "$DMABUF_RW_ROOT/ci/verdict.sh"
+
 log() {
 	printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
 }
