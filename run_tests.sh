@@ -160,12 +160,9 @@ if ((matrix)); then
 	exit $?
 fi
 
-kernel_kind=guest
-build_args=()
-if ((debug)); then
-	kernel_kind=debug
-	build_args=("$ROOT/kernel/configs/modules.config" "$ROOT/kernel/configs/debug.config")
-fi
+kernel_kind=normal
+((debug)) && kernel_kind=debug
+kernel_fragments "$kernel_kind"
 if [[ -z "$results" ]]; then
 	results=$ROOT/results/$(date +%Y%m%d-%H%M%S)-$rev_name-$iommu
 	((debug)) && results+=-debug
@@ -175,41 +172,28 @@ mkdir -p "$results"
 results=$(cd "$results" && pwd)
 run_start=$(date +%s)
 
-# timed STAGE CMD...: run a pipeline stage whose output is a value on
-# stdout (its progress goes to stderr); fail with the stage's name.
-timed() {
-	local name=$1 start out rc=0
-	shift
-	start=$(date +%s)
-	log "$name ..."
-	out=$("$@") || rc=$?
-	((rc == 0)) || stage_fail "$name" "exited $rc (messages above)"
-	log "$name done in $(($(date +%s) - start)) s"
-	printf '%s\n' "$out" | tail -n 1
-}
-
-timed "install dependencies" "$ROOT/ci/install-deps" >/dev/null
-base=$(timed "fetch base" "$ROOT/ci/fetch-base")
-tree=$(timed "prepare $rev_name" "$ROOT/ci/prepare" --revision "$revision")
+stage_run "install dependencies" - "$ROOT/ci/install-deps" >/dev/null
+base=$(stage_run "fetch base" - "$ROOT/ci/fetch-base")
+tree=$(stage_run "prepare $rev_name" - "$ROOT/ci/prepare" --revision "$revision")
 # A kernel that does not build is the run's one result row, with the
 # build's first error (ci/check-defects judges it like any other row).
 build_failed() {
 	local stage reason logf
 	IFS=$'\t' read -r stage reason logf <"$results/stage-failed" ||
 		stage=build reason="no reason recorded" logf=
-	printf 'build:%s\tFAIL\t%s: %s (see %s)\n' "${kernel_kind/guest/normal}" \
+	printf 'build:%s\tFAIL\t%s: %s (see %s)\n' "$kernel_kind" \
 		"$stage" "$reason" "${logf:-the messages above}" >"$results/results.tsv"
 	cp "$results/results.tsv" "$results/report.txt"
 	mkdir -p "$ROOT/results"
 	ln -sfn "$results" "$ROOT/results/latest"
-	stage_fail "build (${kernel_kind/guest/normal} kernel)" \
+	stage_fail "build ($kernel_kind kernel)" \
 		"$(cut -f 3- "$results/results.tsv")"
 }
 rm -f "$results/stage-failed"
-build=$(STAGE_FAILED=$results/stage-failed BUILD_VARIANT=$kernel_kind \
-	timed "build (${kernel_kind/guest/normal} kernel)" \
-	"$ROOT/ci/build" "$tree" "${build_args[@]}") || build_failed
-timed "initramfs" "$ROOT/ci/initramfs" "$build" "$build/initramfs.cpio.gz" >/dev/null
+build=$(STAGE_FAILED=$results/stage-failed BUILD_VARIANT=${kernel_kind/normal/guest} \
+	stage_run "build ($kernel_kind kernel)" - \
+	"$ROOT/ci/build" "$tree" "${FRAGMENTS[@]}") || build_failed
+stage_run "initramfs" - "$ROOT/ci/initramfs" "$build" "$build/initramfs.cpio.gz" >/dev/null
 
 if ((bench)); then
 	read -ra bench_words <<<"$bench_args"
@@ -229,41 +213,10 @@ base_desc=${base_desc:-Debian $BASE_PKG $BASE_VERSION}
 {
 	printf 'base:      %s\n' "$base_desc"
 	printf 'revision:  %s (%s)\n' "$rev_name" "$revision"
-	printf 'iommu:     %s\n' "$iommu"
-	printf 'kernel:    %s\n' "${kernel_kind/guest/normal}"
-	printf 'tree:      %s\n' "$tree"
-	printf 'build:     %s\n' "$build"
-	if grep -q '^CONFIG_BLK_DEV_NVME=m' "$build/.config"; then
-		printf 'nvme:      module\n'
-	else
-		printf 'nvme:      built-in\n'
-	fi
 } >"$results/run-info"
-sed 's/^/  /' "$results/run-info" >&2
-
-# What the guest must report, for ci/report to check.
-timed "inventory" write_inventory "$results/expected.tsv" "$tree" "$build" \
-	"$extra_args" "$tests" >/dev/null
-log "inventory: $(cut -f 1 "$results/expected.tsv" | sort -u | wc -l) suites and programs, $(wc -l <"$results/expected.tsv") test cases expected ($results/expected.tsv)"
-
-append=$extra_args
-runner=$(guest_runner_args "$kernel_kind" "$tests")
-[[ -n "$runner" ]] && append+=" dmabuf_rw.tests=$runner"
-start=$(date +%s)
-log "guest: booting (iommu $iommu, limit ${limit} s; console: $results/console.log)"
-"$ROOT/ci/guest-run" --kernel "$build/arch/x86/boot/bzImage" \
-	--initrd "$build/initramfs.cpio.gz" --out "$results" \
-	--iommu "$iommu" --timeout "$limit" --append "$append" || true
-echo "$(($(date +%s) - start))" >"$results/guest-seconds"
-log "guest: $(cat "$results/guest-status") after $(cat "$results/guest-seconds") s"
-
 rc=0
-"$ROOT/ci/report" "$results" "$tree" >"$results/table.txt" || rc=$?
-{
-	cat "$results/run-info"
-	printf 'guest:     %s\n\n' "$(cat "$results/guest-status")"
-	cat "$results/table.txt"
-} >"$results/report.txt"
+guest_cell "$results" "$tree" "$build" "$kernel_kind" "$iommu" "$limit" \
+	"$extra_args" "$tests" || rc=$?
 mkdir -p "$ROOT/results"
 ln -sfn "$results" "$ROOT/results/latest"
 log "reports and logs: $results (report.txt, junit.xml, console.log, results.log)"

@@ -54,17 +54,36 @@ build_error() {
 		echo "make failed, no error line in $1"
 }
 
-# stage_run NAME LOGFILE CMD...: run CMD with output to LOGFILE, timed.
+# stage_run NAME LOGFILE CMD...: run a pipeline stage, timed, its output
+# to LOGFILE; or, with LOGFILE "-", a stage whose result is the last line
+# of its stdout (printed) and whose progress goes to stderr.  A stage that
+# fails stops the script with the stage's name (stage_fail).
 stage_run() {
-	local name=$1 logf=$2 start rc=0
+	local name=$1 logf=$2 start rc=0 out
 	shift 2
 	start=$(date +%s)
 	log "$name ..."
-	"$@" >"$logf" 2>&1 || rc=$?
-	if ((rc)); then
-		stage_fail "$name" "command exited $rc: $*" "$logf"
+	if [[ "$logf" == - ]]; then
+		out=$("$@") || rc=$?
+		((rc == 0)) || stage_fail "$name" "exited $rc (messages above)"
+	else
+		"$@" >"$logf" 2>&1 || rc=$?
+		((rc == 0)) || stage_fail "$name" "command exited $rc: $*" "$logf"
 	fi
 	log "$name done in $(($(date +%s) - start)) s"
+	if [[ "$logf" == - ]]; then
+		printf '%s\n' "$out" | tail -n 1
+	fi
+}
+
+# worktree_once REPO TREE COMMIT WHAT: make TREE a detached work tree of
+# REPO at COMMIT unless it is one already (a cache kept from an earlier
+# run; the caller resets it); WHAT names it in the log.
+worktree_once() {
+	[[ -e "$2/.git" ]] && return 0
+	log "creating the work tree of $4 (once): $2"
+	git -C "$1" worktree prune
+	git -C "$1" worktree add -q --detach "$2" "$3"
 }
 
 # sha256 of the listed files' contents and names, short form.
@@ -202,4 +221,62 @@ guest_runner_args() {
 		tests="-o,$DEBUG_KSFT_TIMEOUT${tests:+,$tests}"
 	fi
 	printf '%s\n' "$tests"
+}
+
+# kernel_fragments KIND: sets FRAGMENTS, the config fragments ci/build
+# takes after guest.config for the normal or the debug kernel (nvme as
+# modules, KASAN, lockdep, ...: kernel/configs/debug.config).
+kernel_fragments() {
+	FRAGMENTS=()
+	[[ "$1" == debug ]] &&
+		FRAGMENTS=("$DMABUF_RW_ROOT/kernel/configs/modules.config"
+			   "$DMABUF_RW_ROOT/kernel/configs/debug.config")
+	return 0
+}
+
+# guest_cell DIR TREE BUILD KIND IOMMU LIMIT APPEND TESTS: one guest run,
+# judged.  BUILD's kernel and initramfs boot in the cell KIND:IOMMU
+# (KIND normal or debug) for at most LIMIT s, with APPEND on the kernel's
+# command line and TESTS (comma separated) for the kselftest runner.
+# Appends the cell to DIR/run-info, writes the expected inventory, runs
+# the guest and ci/report: DIR has results.tsv, table.txt, report.txt
+# and guest-seconds.  The status is the report's.
+guest_cell() {
+	local dir=$1 tree=$2 build=$3 kind=$4 iommu=$5 limit=$6 append=$7
+	local tests=$8 runner start rc=0
+	{
+		printf 'iommu:     %s\n' "$iommu"
+		printf 'kernel:    %s\n' "$kind"
+		printf 'tree:      %s\n' "$tree"
+		printf 'build:     %s\n' "$build"
+		if grep -q '^CONFIG_BLK_DEV_NVME=m' "$build/.config"; then
+			printf 'nvme:      module\n'
+		else
+			printf 'nvme:      built-in\n'
+		fi
+	} >>"$dir/run-info"
+	sed 's/^/  /' "$dir/run-info" >&2
+
+	# What the guest must report, for ci/report to check.
+	stage_run inventory - write_inventory "$dir/expected.tsv" "$tree" "$build" \
+		"$append" "$tests" >/dev/null
+	log "inventory: $(cut -f 1 "$dir/expected.tsv" | sort -u | wc -l) suites and programs, $(wc -l <"$dir/expected.tsv") test cases expected ($dir/expected.tsv)"
+
+	runner=$(guest_runner_args "$kind" "$tests")
+	[[ -n "$runner" ]] && append+=" dmabuf_rw.tests=$runner"
+	start=$(date +%s)
+	log "guest: booting (iommu $iommu, limit ${limit} s; console: $dir/console.log)"
+	"$DMABUF_RW_ROOT/ci/guest-run" --kernel "$build/arch/x86/boot/bzImage" \
+		--initrd "$build/initramfs.cpio.gz" --out "$dir" \
+		--iommu "$iommu" --timeout "$limit" --append "$append" || true
+	echo "$(($(date +%s) - start))" >"$dir/guest-seconds"
+	log "guest: $(cat "$dir/guest-status") after $(cat "$dir/guest-seconds") s"
+
+	"$DMABUF_RW_ROOT/ci/report" "$dir" "$tree" >"$dir/table.txt" || rc=$?
+	{
+		cat "$dir/run-info"
+		printf 'guest:     %s\n\n' "$(cat "$dir/guest-status")"
+		cat "$dir/table.txt"
+	} >"$dir/report.txt"
+	return "$rc"
 }
