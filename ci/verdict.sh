@@ -5,8 +5,10 @@
 # A judged result is a row of three tab-separated fields: KEY STATUS
 # DETAIL.  PASS passes and SKIP is skipped (ci/report has already failed
 # every skip ci/allowed-skips does not allow); every other status (FAIL,
-# TIMEOUT, FLAKY, NOT-RUN, ERROR, ...) did not pass.  In a table of
-# revisions (ci/gate's gate.tsv) "-" is a key a revision has no row for.
+# TIMEOUT, FLAKY, NOT-RUN, ERROR, ...; an empty or unknown one too) did
+# not pass.  In a table of revisions (ci/gate's gate.tsv) "-" is a key a
+# revision has no row for: absent(), which the table's readers test before
+# failed().
 
 # shellcheck shell=bash
 
@@ -15,12 +17,12 @@ VERDICT_AWK='
 function passed(s) { return s == "PASS" }
 function skipped(s) { return s == "SKIP" }
 function absent(s) { return s == "-" }
-function failed(s) { return s != "PASS" && s != "SKIP" && s != "-" }
+function failed(s) { return s != "PASS" && s != "SKIP" }
 '
 
 # failed_status STATUS: true when STATUS did not pass.
 failed_status() {
-	[[ "$1" != PASS && "$1" != SKIP && "$1" != - ]]
+	[[ "$1" != PASS && "$1" != SKIP ]]
 }
 
 # vawk [-v VAR=VALUE]... PROGRAM [FILE|VAR=VALUE]...: awk over rows (tab
